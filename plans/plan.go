@@ -1,0 +1,124 @@
+package plans
+
+// Version is the plan file format version. Bump it on any incompatible
+// change and document the change in docs/plan-format.md.
+const Version = 1
+
+// Plan is the candidate set S of one test (WAFL thesis §4.1–4.4) together
+// with the parameters and provenance that produced it and the state that
+// detection runs update. It is stored as indented JSON.
+type Plan struct {
+	Version    int        `json:"version"`
+	Params     Params     `json:"params"`
+	Provenance Provenance `json:"provenance"`
+	// Locations are the delay locations ℓ1 of S, sorted by site id.
+	Locations []Location `json:"locations"`
+	// Runs records every detection run that used this plan, in order.
+	Runs []Run `json:"runs,omitempty"`
+	// Bugs are the bugs detection runs exposed; their pairs leave S.
+	Bugs []Bug `json:"bugs,omitempty"`
+}
+
+// Params are the knobs of the analysis and of detection runs.
+type Params struct {
+	// NearMissNs is δ, the near-miss window (default 100 ms).
+	NearMissNs int64 `json:"near_miss_ns"`
+	// Alpha scales the largest observed gap into the delay (default 1.25).
+	Alpha float64 `json:"alpha"`
+	// MinDelayNs and MaxDelayNs clamp every delay (defaults 1 ms, 100 ms).
+	MinDelayNs int64 `json:"min_delay_ns"`
+	MaxDelayNs int64 `json:"max_delay_ns"`
+	// Decay is λ: a delay that exposes nothing lowers P by Decay (TSVD: 0.1).
+	Decay float64 `json:"decay"`
+	// HBFactor is δhb: a partner stalled for at least HBFactor × delay,
+	// overlapping the delay, is taken as happens-before (TSVD §3.4.4).
+	HBFactor float64 `json:"hb_factor"`
+	// MaxDelayPerGoroutineNs and MaxDelayPerRunNs cap the total delay.
+	MaxDelayPerGoroutineNs int64 `json:"max_delay_per_goroutine_ns"`
+	MaxDelayPerRunNs       int64 `json:"max_delay_per_run_ns"`
+	// GraceNs is how long the runtime waits after the test returned for
+	// delayed goroutines to perform their delayed access.
+	GraceNs int64 `json:"grace_ns"`
+}
+
+// Provenance says where a plan came from.
+type Provenance struct {
+	Package    string `json:"package"`
+	Test       string `json:"test"`
+	Trace      string `json:"trace"`
+	Binary     string `json:"binary"`
+	BinaryHash string `json:"binary_hash"` // "sha256:<hex>" of the test binary
+	Sites      string `json:"sites"`       // path of the site table
+	Events     int64  `json:"events"`      // events in the trace
+	Created    string `json:"created"`     // RFC 3339
+	Tool       string `json:"tool"`        // wafl version
+}
+
+// Kind names the two MEMORDER bug kinds.
+type Kind string
+
+const (
+	UseBeforeInit   Kind = "use-before-init"   // pair (init ℓ1 → use ℓ2)
+	UseAfterDispose Kind = "use-after-dispose" // pair (use ℓ1 → dispose ℓ2)
+)
+
+// Location is one delay location ℓ1 of S with its per-location state.
+type Location struct {
+	Site uint32 `json:"site"`
+	// DelayNs is the learned delay: α × the largest gap seen, clamped.
+	DelayNs int64 `json:"delay_ns"`
+	// MaxGapNs is the largest gap τ2 − τ1 seen for this location.
+	MaxGapNs int64 `json:"max_gap_ns"`
+	// Prob is the probability of delaying at the next dynamic instance;
+	// it starts at 1 and decays by Params.Decay per delay that exposed
+	// nothing. A location at 0 has left S.
+	Prob float64 `json:"prob"`
+	// Pairs are the candidate pairs this location is ℓ1 of.
+	Pairs []Pair `json:"pairs"`
+	// Interference is the interference set of ℓ1 (thesis §4.4): candidate
+	// locations ℓ* seen in ℓ2's goroutine after τ1 − δ and before ℓ2. A
+	// delay at ℓ1 is skipped while one of them has a delay in progress.
+	Interference []uint32 `json:"interference,omitempty"`
+	// Delays counts the delays injected here over all detection runs.
+	Delays int `json:"delays,omitempty"`
+}
+
+// Pair is one candidate {ℓ1, ℓ2}.
+type Pair struct {
+	Kind   Kind   `json:"kind"`
+	First  uint32 `json:"first"`  // ℓ1, the delay location
+	Second uint32 `json:"second"` // ℓ2, the partner location
+	// Object is one object (slot or channel address in the preparation
+	// run) on which the pair was seen; for reading, not for matching.
+	Object uint64 `json:"object"`
+	// Count is how many dynamic instances of the pair were seen.
+	Count int `json:"count"`
+	// MinGapNs and MaxGapNs are the smallest and largest τ2 − τ1 seen.
+	MinGapNs int64 `json:"min_gap_ns"`
+	MaxGapNs int64 `json:"max_gap_ns"`
+	// Pruned is set when a detection run removed the pair from S, with
+	// the reason ("hb-inference", "bug-found").
+	Pruned string `json:"pruned,omitempty"`
+}
+
+// Run is what one detection run did.
+type Run struct {
+	N          int    `json:"n"`
+	Seed       uint64 `json:"seed"`
+	Delays     int    `json:"delays"`
+	DelayNs    int64  `json:"delay_ns"`
+	Skipped    int    `json:"skipped"` // delays skipped for interference or caps
+	Pruned     int    `json:"pruned"`  // pairs pruned by HB inference
+	Outcome    string `json:"outcome"` // "pass", "bug", "fail", "timeout"
+	DurationNs int64  `json:"duration_ns"`
+}
+
+// Bug is a bug a detection run exposed.
+type Bug struct {
+	Kind    Kind   `json:"kind"`
+	Delayed uint32 `json:"delayed"` // ℓ1
+	Failing uint32 `json:"failing"` // the site that panicked
+	Run     int    `json:"run"`
+	Seed    uint64 `json:"seed"`
+	Panic   string `json:"panic"`
+}

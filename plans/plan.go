@@ -52,6 +52,11 @@ type Provenance struct {
 	Events     int64  `json:"events"`      // events in the trace
 	Created    string `json:"created"`     // RFC 3339
 	Tool       string `json:"tool"`        // wafl version
+	// Truncated is set when the trace ended early (the recorder crashed or
+	// was killed) and only its readable prefix was analyzed.
+	Truncated bool `json:"truncated,omitempty"`
+	// Merged lists the traces of the other plans Merge folded into this one.
+	Merged []string `json:"merged,omitempty"`
 }
 
 // Kind names the two MEMORDER bug kinds.

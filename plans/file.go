@@ -1,0 +1,526 @@
+package plans
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Defaults of Params (WAFL thesis §4.3, TSVD §3.4.4–3.4.5).
+const (
+	DefaultNearMissNs             = int64(100e6) // δ = 100 ms
+	DefaultAlpha                  = 1.25         // α
+	DefaultMinDelayNs             = int64(1e6)   // 1 ms
+	DefaultMaxDelayNs             = int64(100e6) // 100 ms
+	DefaultDecay                  = 0.1          // λ
+	DefaultHBFactor               = 0.5          // δhb
+	DefaultMaxDelayPerGoroutineNs = int64(1e9)   // 1 s
+	DefaultMaxDelayPerRunNs       = int64(5e9)   // 5 s
+	DefaultGraceNs                = int64(250e6) // 250 ms
+)
+
+// Pruning reasons recorded in Pair.Pruned.
+const (
+	PrunedHB  = "hb-inference" // a delay at ℓ1 stalled ℓ2's goroutine (TSVD §3.4.4)
+	PrunedBug = "bug-found"    // the pair was exposed as a bug
+)
+
+// DefaultParams returns the default parameters.
+func DefaultParams() Params {
+	return Params{
+		NearMissNs:             DefaultNearMissNs,
+		Alpha:                  DefaultAlpha,
+		MinDelayNs:             DefaultMinDelayNs,
+		MaxDelayNs:             DefaultMaxDelayNs,
+		Decay:                  DefaultDecay,
+		HBFactor:               DefaultHBFactor,
+		MaxDelayPerGoroutineNs: DefaultMaxDelayPerGoroutineNs,
+		MaxDelayPerRunNs:       DefaultMaxDelayPerRunNs,
+		GraceNs:                DefaultGraceNs,
+	}
+}
+
+// Delay returns the delay for a location whose largest observed gap is
+// gapNs: Alpha × gapNs clamped to [MinDelayNs, MaxDelayNs] (thesis §4.3).
+func (p Params) Delay(gapNs int64) int64 {
+	d := float64(gapNs) * p.Alpha
+	if d >= float64(p.MaxDelayNs) || math.IsNaN(d) {
+		return p.MaxDelayNs
+	}
+	n := int64(math.Ceil(d))
+	if n < p.MinDelayNs {
+		return p.MinDelayNs
+	}
+	if n > p.MaxDelayNs {
+		return p.MaxDelayNs
+	}
+	return n
+}
+
+// Validate reports the first parameter that is out of range.
+func (p Params) Validate() error {
+	switch {
+	case p.NearMissNs <= 0:
+		return fmt.Errorf("near_miss_ns must be > 0, got %d", p.NearMissNs)
+	case !(p.Alpha >= 1) || math.IsInf(p.Alpha, 0):
+		return fmt.Errorf("alpha must be a finite number ≥ 1, got %v", p.Alpha)
+	case p.MinDelayNs <= 0:
+		return fmt.Errorf("min_delay_ns must be > 0, got %d", p.MinDelayNs)
+	case p.MaxDelayNs < p.MinDelayNs:
+		return fmt.Errorf("max_delay_ns (%d) must be ≥ min_delay_ns (%d)", p.MaxDelayNs, p.MinDelayNs)
+	case !(p.Decay >= 0 && p.Decay <= 1):
+		return fmt.Errorf("decay must be in [0,1], got %v", p.Decay)
+	case !(p.HBFactor >= 0) || math.IsInf(p.HBFactor, 0):
+		return fmt.Errorf("hb_factor must be a finite number ≥ 0, got %v", p.HBFactor)
+	case p.MaxDelayPerGoroutineNs < 0:
+		return fmt.Errorf("max_delay_per_goroutine_ns must be ≥ 0, got %d", p.MaxDelayPerGoroutineNs)
+	case p.MaxDelayPerRunNs < 0:
+		return fmt.Errorf("max_delay_per_run_ns must be ≥ 0, got %d", p.MaxDelayPerRunNs)
+	case p.GraceNs < 0:
+		return fmt.Errorf("grace_ns must be ≥ 0, got %d", p.GraceNs)
+	}
+	return nil
+}
+
+// Validate checks the plan's internal consistency: the version, the
+// parameters, locations sorted by site with probabilities in [0,1], pairs
+// that belong to their location with sane gaps, sorted interference sets.
+// The error names the offending location and pair.
+func (p *Plan) Validate() error {
+	if p.Version != Version {
+		return fmt.Errorf("plan format version %d, this wafl reads version %d", p.Version, Version)
+	}
+	if err := p.Params.Validate(); err != nil {
+		return fmt.Errorf("params: %w", err)
+	}
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		if i > 0 && p.Locations[i-1].Site >= l.Site {
+			return fmt.Errorf("location %d (site %d): locations must be sorted by site without duplicates (previous site %d)", i, l.Site, p.Locations[i-1].Site)
+		}
+		if err := l.validate(); err != nil {
+			return fmt.Errorf("location %d (site %d): %w", i, l.Site, err)
+		}
+	}
+	for i, b := range p.Bugs {
+		if b.Kind != UseBeforeInit && b.Kind != UseAfterDispose {
+			return fmt.Errorf("bug %d: unknown kind %q", i, b.Kind)
+		}
+		if b.Delayed == 0 {
+			return fmt.Errorf("bug %d: delayed site is 0", i)
+		}
+	}
+	return nil
+}
+
+func (l *Location) validate() error {
+	switch {
+	case l.Site == 0:
+		return errors.New("site 0 is not a site")
+	case !(l.Prob >= 0 && l.Prob <= 1):
+		return fmt.Errorf("prob must be in [0,1], got %v", l.Prob)
+	case l.DelayNs < 0:
+		return fmt.Errorf("delay_ns must be ≥ 0, got %d", l.DelayNs)
+	case l.MaxGapNs < 0:
+		return fmt.Errorf("max_gap_ns must be ≥ 0, got %d", l.MaxGapNs)
+	case l.Delays < 0:
+		return fmt.Errorf("delays must be ≥ 0, got %d", l.Delays)
+	case len(l.Pairs) == 0:
+		return errors.New("no pairs")
+	}
+	for j, pr := range l.Pairs {
+		if err := pr.validate(l.Site); err != nil {
+			return fmt.Errorf("pair %d (%d→%d): %w", j, pr.First, pr.Second, err)
+		}
+		if j > 0 && !pairLess(&l.Pairs[j-1], &l.Pairs[j]) {
+			return fmt.Errorf("pair %d (%d→%d): pairs must be sorted by (second, kind) without duplicates", j, pr.First, pr.Second)
+		}
+	}
+	for j, s := range l.Interference {
+		if s == 0 {
+			return fmt.Errorf("interference[%d]: site 0 is not a site", j)
+		}
+		if j > 0 && l.Interference[j-1] >= s {
+			return fmt.Errorf("interference[%d]: sites must be sorted without duplicates", j)
+		}
+	}
+	return nil
+}
+
+func (pr *Pair) validate(site uint32) error {
+	switch {
+	case pr.Kind != UseBeforeInit && pr.Kind != UseAfterDispose:
+		return fmt.Errorf("unknown kind %q", pr.Kind)
+	case pr.First != site:
+		return fmt.Errorf("first is %d, want the location's site %d", pr.First, site)
+	case pr.Second == 0:
+		return errors.New("second site is 0")
+	case pr.Count < 1:
+		return fmt.Errorf("count must be ≥ 1, got %d", pr.Count)
+	case pr.MinGapNs < 0 || pr.MaxGapNs < pr.MinGapNs:
+		return fmt.Errorf("gaps must satisfy 0 ≤ min_gap_ns ≤ max_gap_ns, got %d, %d", pr.MinGapNs, pr.MaxGapNs)
+	}
+	return nil
+}
+
+func pairLess(a, b *Pair) bool {
+	if a.Second != b.Second {
+		return a.Second < b.Second
+	}
+	return a.Kind < b.Kind
+}
+
+// Parse decodes and validates a plan. name is used in errors (usually the
+// file path).
+func Parse(data []byte, name string) (*Plan, error) {
+	var p Plan
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, jsonError(data, err))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("plan %s: trailing data after the JSON object", name)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, err)
+	}
+	return &p, nil
+}
+
+// jsonError adds the line number to JSON syntax and type errors.
+func jsonError(data []byte, err error) error {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return err
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	return fmt.Errorf("line %d: %w", line, err)
+}
+
+// Load reads and validates the plan file at path.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Marshal encodes the plan as indented JSON with a trailing newline.
+func (p *Plan) Marshal() ([]byte, error) {
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// Save validates the plan and writes it to path atomically: it writes a
+// temporary file in the same directory, syncs it and renames it over path,
+// so readers see either the old or the new plan, never a partial one.
+func Save(path string, p *Plan) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("plan %s: refusing to save an invalid plan: %w", path, err)
+	}
+	data, err := p.Marshal()
+	if err != nil {
+		return fmt.Errorf("plan %s: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return fmt.Errorf("plan %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("plan %s: %w", path, werr)
+	}
+	return nil
+}
+
+// Location returns the location of site, or nil.
+func (p *Plan) Location(site uint32) *Location {
+	i, ok := slices.BinarySearchFunc(p.Locations, site, func(l Location, s uint32) int {
+		return cmpU32(l.Site, s)
+	})
+	if !ok {
+		return nil
+	}
+	return &p.Locations[i]
+}
+
+// Live reports whether the location is still in S: its probability is
+// positive and at least one of its pairs is not pruned.
+func (l *Location) Live() bool {
+	if l.Prob <= 0 {
+		return false
+	}
+	for i := range l.Pairs {
+		if l.Pairs[i].Pruned == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Active returns the locations still in S (see Location.Live), in site
+// order. The pointers point into p.Locations.
+func (p *Plan) Active() []*Location {
+	var out []*Location
+	for i := range p.Locations {
+		if p.Locations[i].Live() {
+			out = append(out, &p.Locations[i])
+		}
+	}
+	return out
+}
+
+// Empty reports whether no location is active: detection runs have
+// nothing left to do.
+func (p *Plan) Empty() bool {
+	for i := range p.Locations {
+		if p.Locations[i].Live() {
+			return false
+		}
+	}
+	return true
+}
+
+// PrunePair marks every unpruned pair (first → second), of either kind, as
+// pruned for reason and returns how many it marked.
+func (p *Plan) PrunePair(first, second uint32, reason string) int {
+	l := p.Location(first)
+	if l == nil {
+		return 0
+	}
+	n := 0
+	for i := range l.Pairs {
+		if pr := &l.Pairs[i]; pr.Second == second && pr.Pruned == "" {
+			pr.Pruned = reason
+			n++
+		}
+	}
+	return n
+}
+
+// Decay lowers the probability of site by lambda (TSVD §3.4.5), not below
+// 0, and returns the new probability (0 for an unknown site). Values that
+// end within 1e-9 of 0 become exactly 0, so that 10 decays of 0.1 reach 0.
+func (p *Plan) Decay(site uint32, lambda float64) float64 {
+	l := p.Location(site)
+	if l == nil {
+		return 0
+	}
+	l.Prob -= lambda
+	if l.Prob < 1e-9 {
+		l.Prob = 0
+	}
+	if l.Prob > 1 {
+		l.Prob = 1
+	}
+	return l.Prob
+}
+
+// AddBug records a bug a detection run exposed and removes its pairs from
+// S: for a use-before-init bug, the pair (Delayed → Failing) when present,
+// else every use-before-init pair of Delayed; for a use-after-dispose bug
+// (the delayed use itself usually fails), the pair (Delayed → Failing)
+// when present, else every use-after-dispose pair of Delayed. It returns
+// false, recording nothing, when the same (kind, delayed, failing) bug is
+// already recorded.
+func (p *Plan) AddBug(b Bug) bool {
+	for _, o := range p.Bugs {
+		if o.Kind == b.Kind && o.Delayed == b.Delayed && o.Failing == b.Failing {
+			return false
+		}
+	}
+	p.Bugs = append(p.Bugs, b)
+	l := p.Location(b.Delayed)
+	if l == nil {
+		return true
+	}
+	exact := false
+	for i := range l.Pairs {
+		if pr := &l.Pairs[i]; pr.Kind == b.Kind && pr.Second == b.Failing {
+			exact = true
+			if pr.Pruned == "" {
+				pr.Pruned = PrunedBug
+			}
+		}
+	}
+	if !exact {
+		for i := range l.Pairs {
+			if pr := &l.Pairs[i]; pr.Kind == b.Kind && pr.Pruned == "" {
+				pr.Pruned = PrunedBug
+			}
+		}
+	}
+	return true
+}
+
+// Recompute sets every location's MaxGapNs to the largest gap of its pairs
+// and its DelayNs from the plan's parameters.
+func (p *Plan) Recompute() {
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		var g int64
+		for _, pr := range l.Pairs {
+			g = max(g, pr.MaxGapNs)
+		}
+		l.MaxGapNs = g
+		l.DelayNs = p.Params.Delay(g)
+	}
+}
+
+// Merge combines two plans of the same test, e.g. from several preparation
+// runs, into a new plan: the union of the pairs (counts added, the smaller
+// minimum and larger maximum gap, a pair pruned in either plan stays
+// pruned), the union of interference sets, the larger probability of each
+// location, delays recomputed from a's parameters and the merged gaps, the
+// runs of a then b and the union of the bugs. Provenance is a's, with
+// Events added and b's trace listed in Merged. Neither input is modified.
+func Merge(a, b *Plan) (*Plan, error) {
+	if a.Version != b.Version {
+		return nil, fmt.Errorf("merge plans: format versions differ (%d, %d)", a.Version, b.Version)
+	}
+	if a.Provenance.Package != b.Provenance.Package || a.Provenance.Test != b.Provenance.Test {
+		return nil, fmt.Errorf("merge plans: different tests (%s %s and %s %s)",
+			a.Provenance.Package, a.Provenance.Test, b.Provenance.Package, b.Provenance.Test)
+	}
+	if a.Params.NearMissNs != b.Params.NearMissNs {
+		return nil, fmt.Errorf("merge plans: near-miss windows differ (%d ns, %d ns); candidate sets built with different δ do not combine",
+			a.Params.NearMissNs, b.Params.NearMissNs)
+	}
+	out := &Plan{
+		Version:    a.Version,
+		Params:     a.Params,
+		Provenance: a.Provenance,
+	}
+	out.Provenance.Events += b.Provenance.Events
+	out.Provenance.Truncated = a.Provenance.Truncated || b.Provenance.Truncated
+	out.Provenance.Merged = append(slices.Clone(a.Provenance.Merged), b.Provenance.Merged...)
+	if b.Provenance.Trace != "" {
+		out.Provenance.Merged = append(out.Provenance.Merged, b.Provenance.Trace)
+	}
+	i, j := 0, 0
+	for i < len(a.Locations) || j < len(b.Locations) {
+		switch {
+		case j == len(b.Locations) || (i < len(a.Locations) && a.Locations[i].Site < b.Locations[j].Site):
+			out.Locations = append(out.Locations, cloneLocation(&a.Locations[i]))
+			i++
+		case i == len(a.Locations) || b.Locations[j].Site < a.Locations[i].Site:
+			out.Locations = append(out.Locations, cloneLocation(&b.Locations[j]))
+			j++
+		default:
+			out.Locations = append(out.Locations, mergeLocation(&a.Locations[i], &b.Locations[j]))
+			i++
+			j++
+		}
+	}
+	out.Recompute()
+	out.Runs = append(slices.Clone(a.Runs), b.Runs...)
+	out.Bugs = slices.Clone(a.Bugs)
+	for _, bug := range b.Bugs {
+		if !slices.ContainsFunc(out.Bugs, func(o Bug) bool {
+			return o.Kind == bug.Kind && o.Delayed == bug.Delayed && o.Failing == bug.Failing
+		}) {
+			out.Bugs = append(out.Bugs, bug)
+		}
+	}
+	return out, nil
+}
+
+func cloneLocation(l *Location) Location {
+	c := *l
+	c.Pairs = slices.Clone(l.Pairs)
+	c.Interference = slices.Clone(l.Interference)
+	return c
+}
+
+func mergeLocation(a, b *Location) Location {
+	out := Location{
+		Site:   a.Site,
+		Prob:   max(a.Prob, b.Prob),
+		Delays: a.Delays + b.Delays,
+	}
+	i, j := 0, 0
+	for i < len(a.Pairs) || j < len(b.Pairs) {
+		switch {
+		case j == len(b.Pairs) || (i < len(a.Pairs) && pairLess(&a.Pairs[i], &b.Pairs[j])):
+			out.Pairs = append(out.Pairs, a.Pairs[i])
+			i++
+		case i == len(a.Pairs) || pairLess(&b.Pairs[j], &a.Pairs[i]):
+			out.Pairs = append(out.Pairs, b.Pairs[j])
+			j++
+		default:
+			pa, pb := a.Pairs[i], b.Pairs[j]
+			m := pa
+			m.Count += pb.Count
+			m.MinGapNs = min(pa.MinGapNs, pb.MinGapNs)
+			m.MaxGapNs = max(pa.MaxGapNs, pb.MaxGapNs)
+			if m.Pruned == "" {
+				m.Pruned = pb.Pruned
+			}
+			out.Pairs = append(out.Pairs, m)
+			i++
+			j++
+		}
+	}
+	out.Interference = append(slices.Clone(a.Interference), b.Interference...)
+	slices.Sort(out.Interference)
+	out.Interference = slices.Compact(out.Interference)
+	return out
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// String summarizes the plan in one line, for logs.
+func (p *Plan) String() string {
+	var b strings.Builder
+	pairs, live := 0, 0
+	for i := range p.Locations {
+		pairs += len(p.Locations[i].Pairs)
+		if p.Locations[i].Live() {
+			live++
+		}
+	}
+	fmt.Fprintf(&b, "plan %s %s: %d locations (%d active), %d pairs, %d runs, %d bugs",
+		p.Provenance.Package, p.Provenance.Test, len(p.Locations), live, pairs, len(p.Runs), len(p.Bugs))
+	return b.String()
+}

@@ -1,0 +1,246 @@
+package plans
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func samplePlan() *Plan {
+	p := &Plan{
+		Version: Version,
+		Params:  DefaultParams(),
+		Provenance: Provenance{
+			Package: "example.com/m", Test: "TestX", Trace: "a.arrows", Events: 10,
+		},
+		Locations: []Location{
+			{Site: 3, Prob: 1, MaxGapNs: 2e6, Interference: []uint32{3, 7},
+				Pairs: []Pair{
+					{Kind: UseBeforeInit, First: 3, Second: 5, Object: 0xc000, Count: 2, MinGapNs: 1e6, MaxGapNs: 2e6},
+					{Kind: UseBeforeInit, First: 3, Second: 9, Object: 0xc000, Count: 1, MinGapNs: 5e5, MaxGapNs: 5e5},
+				}},
+			{Site: 7, Prob: 1, MaxGapNs: 50e6,
+				Pairs: []Pair{{Kind: UseAfterDispose, First: 7, Second: 8, Object: 0xd000, Count: 1, MinGapNs: 50e6, MaxGapNs: 50e6}}},
+		},
+	}
+	p.Recompute()
+	return p
+}
+
+func TestParamsDelayIsAlphaTimesGapClamped(t *testing.T) {
+	p := DefaultParams()
+	for _, c := range []struct{ gap, want int64 }{
+		{0, 1e6},           // clamped up to min
+		{100e3, 1e6},       // 125 µs -> min
+		{8e6, 10e6},        // 1.25 × 8 ms
+		{79e6, 98_750_000}, // just under max
+		{80e6, 100e6},      // exactly max
+		{1e12, 100e6},      // clamped down to max
+		{1 << 62, 100e6},   // no overflow
+	} {
+		if got := p.Delay(c.gap); got != c.want {
+			t.Errorf("Delay(%d) = %d, want %d", c.gap, got, c.want)
+		}
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	if err := DefaultParams().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Params){
+		"near_miss_ns": func(p *Params) { p.NearMissNs = 0 },
+		"alpha":        func(p *Params) { p.Alpha = 0.5 },
+		"min_delay_ns": func(p *Params) { p.MinDelayNs = -1 },
+		"max_delay_ns": func(p *Params) { p.MaxDelayNs = p.MinDelayNs - 1 },
+		"decay":        func(p *Params) { p.Decay = 2 },
+		"hb_factor":    func(p *Params) { p.HBFactor = -1 },
+		"grace_ns":     func(p *Params) { p.GraceNs = -1 },
+	} {
+		p := DefaultParams()
+		mut(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v, want an error naming %s", name, err, name)
+		}
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.json")
+	p := samplePlan()
+	if err := Save(path, p); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p, q) {
+		t.Fatalf("round trip changed the plan:\n%+v\n%+v", p, q)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("Save left temporary files: %v", ents)
+	}
+}
+
+func TestSaveRefusesInvalidPlan(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.json")
+	p := samplePlan()
+	p.Locations[0].Prob = 2
+	if err := Save(path, p); err == nil {
+		t.Fatal("Save accepted prob 2")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("invalid plan written: %v", err)
+	}
+}
+
+func TestParseErrorsNameTheCause(t *testing.T) {
+	good, _ := samplePlan().Marshal()
+	for name, c := range map[string]struct{ in, want string }{
+		"syntax":   {"{\n\"version\": 1,\n,}", "p.json: line 3"},
+		"type":     {`{"version": "one"}`, "p.json"},
+		"version":  {`{"version": 99}`, "version 99"},
+		"trailing": {string(good) + "{}", "trailing data"},
+		"unsorted": {strings.Replace(string(good), `"site": 7`, `"site": 2`, 1), "sorted by site"},
+		"first":    {strings.Replace(string(good), `"first": 7`, `"first": 6`, 1), "want the location's site 7"},
+		"kind":     {strings.Replace(string(good), `"use-after-dispose"`, `"use-before-dinner"`, 1), `unknown kind "use-before-dinner"`},
+	} {
+		_, err := Parse([]byte(c.in), "p.json")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error containing %q", name, err, c.want)
+		}
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+func TestActiveEmptyPruneDecay(t *testing.T) {
+	p := samplePlan()
+	if p.Empty() || len(p.Active()) != 2 {
+		t.Fatalf("fresh plan: Empty=%v Active=%d", p.Empty(), len(p.Active()))
+	}
+	if n := p.PrunePair(7, 8, PrunedHB); n != 1 {
+		t.Fatalf("PrunePair(7,8) = %d, want 1", n)
+	}
+	if n := p.PrunePair(7, 8, PrunedHB); n != 0 {
+		t.Fatalf("second PrunePair(7,8) = %d, want 0", n)
+	}
+	if a := p.Active(); len(a) != 1 || a[0].Site != 3 {
+		t.Fatalf("after pruning 7's only pair: Active = %v", a)
+	}
+	for i := 0; i < 10; i++ {
+		p.Decay(3, 0.1)
+	}
+	if got := p.Location(3).Prob; got != 0 {
+		t.Fatalf("10 decays of 0.1: prob %v, want exactly 0", got)
+	}
+	if !p.Empty() {
+		t.Fatal("plan with every location dead is not Empty")
+	}
+	if p.Decay(42, 0.1) != 0 || p.PrunePair(42, 1, PrunedHB) != 0 {
+		t.Fatal("unknown site changed something")
+	}
+}
+
+func TestAddBugPrunesItsPairs(t *testing.T) {
+	p := samplePlan()
+	if !p.AddBug(Bug{Kind: UseBeforeInit, Delayed: 3, Failing: 9, Run: 1}) {
+		t.Fatal("AddBug returned false for a new bug")
+	}
+	l := p.Location(3)
+	if l.Pairs[0].Pruned != "" || l.Pairs[1].Pruned != PrunedBug {
+		t.Fatalf("exact pair not pruned alone: %+v", l.Pairs)
+	}
+	if p.AddBug(Bug{Kind: UseBeforeInit, Delayed: 3, Failing: 9, Run: 2}) {
+		t.Fatal("duplicate bug recorded")
+	}
+	// The delayed use itself failed: every use-after-dispose pair of 7 goes.
+	p.AddBug(Bug{Kind: UseAfterDispose, Delayed: 7, Failing: 7})
+	if p.Location(7).Pairs[0].Pruned != PrunedBug {
+		t.Fatal("use-after-dispose pair of the failing delayed use not pruned")
+	}
+	if len(p.Bugs) != 2 {
+		t.Fatalf("bugs: %v", p.Bugs)
+	}
+}
+
+func TestMergeUnionsPairsAndRecomputesDelays(t *testing.T) {
+	a := samplePlan()
+	b := samplePlan()
+	b.Provenance.Trace = "b.arrows"
+	b.Locations[0].Pairs[0].MaxGapNs = 40e6
+	b.Locations[0].Pairs[0].MinGapNs = 1
+	b.Locations[0].Interference = []uint32{4}
+	b.Locations[1].Pairs[0].Pruned = PrunedHB
+	b.Locations = append(b.Locations, Location{Site: 11, Prob: 1,
+		Pairs: []Pair{{Kind: UseAfterDispose, First: 11, Second: 8, Count: 1}}})
+	b.Recompute()
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	l3 := m.Location(3)
+	if pr := l3.Pairs[0]; pr.Count != 4 || pr.MinGapNs != 1 || pr.MaxGapNs != 40e6 {
+		t.Errorf("merged pair: %+v", pr)
+	}
+	if l3.MaxGapNs != 40e6 || l3.DelayNs != 50e6 {
+		t.Errorf("merged location gap %d delay %d, want 40ms, 50ms", l3.MaxGapNs, l3.DelayNs)
+	}
+	if !reflect.DeepEqual(l3.Interference, []uint32{3, 4, 7}) {
+		t.Errorf("merged interference %v", l3.Interference)
+	}
+	if m.Location(7).Pairs[0].Pruned != PrunedHB {
+		t.Error("pruned pair came back to life")
+	}
+	if m.Location(11) == nil || m.Provenance.Events != 20 || !reflect.DeepEqual(m.Provenance.Merged, []string{"b.arrows"}) {
+		t.Errorf("merged plan: %+v", m)
+	}
+	if a.Locations[0].Pairs[0].Count != 2 {
+		t.Error("Merge modified its input")
+	}
+	b.Provenance.Test = "TestY"
+	if _, err := Merge(a, b); err == nil || !strings.Contains(err.Error(), "TestY") {
+		t.Errorf("merge of different tests: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	good, _ := samplePlan().Marshal()
+	f.Add(good)
+	f.Add([]byte(`{"version":1,"params":{}}`))
+	f.Add([]byte(`{"version":1,"locations":[{"site":1,"prob":1,"pairs":[{"kind":"use-before-init","first":1,"second":2,"count":1}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data, "fuzz.json")
+		if err != nil {
+			return
+		}
+		// A valid plan survives the helpers and a round trip.
+		p.Active()
+		p.Empty()
+		p.Recompute()
+		for _, l := range p.Locations {
+			p.Decay(l.Site, p.Params.Decay)
+			p.PrunePair(l.Site, 1, PrunedHB)
+		}
+		out, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(out, "round-trip")
+		if err != nil {
+			t.Fatalf("re-parse of a marshalled valid plan: %v", err)
+		}
+		if _, err := Merge(p, q); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,508 @@
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memorder/wafl/plans"
+)
+
+// Trace row ops (record.Op; the values are part of the trace format).
+const (
+	opInit    = 1
+	opUse     = 2
+	opDispose = 3
+	opFork    = 4
+)
+
+// Options are the analysis knobs. Zero values take the defaults.
+type Options struct {
+	// NearMiss is δ, the near-miss window (default 100 ms).
+	NearMiss time.Duration
+	// Alpha scales the largest gap of a location into its delay (1.25).
+	Alpha float64
+	// MinDelay and MaxDelay clamp every delay (1 ms, 100 ms).
+	MinDelay, MaxDelay time.Duration
+	// Params, if non-nil, gives the detection-run parameters (decay, HB
+	// factor, caps, grace) written into the plan; the four fields above
+	// override its analysis fields when set. Default plans.DefaultParams.
+	Params *plans.Params
+	// TempDir is where lifecycle events spill when they exceed
+	// MemoryBudget (default os.TempDir()).
+	TempDir string
+	// MemoryBudget bounds the memory of the lifecycle table (default
+	// 256 MiB). Beyond it the table is partitioned by object hash into
+	// spill files, and the pair pass runs once per group of partitions.
+	MemoryBudget int64
+	// Tool is the wafl version written into the plan's provenance.
+	Tool string
+	// Trace is the trace path written into the plan's provenance (File
+	// sets it).
+	Trace string
+	// BinaryHash is written into the plan's provenance ("sha256:<hex>").
+	BinaryHash string
+}
+
+func (o Options) params() (plans.Params, error) {
+	p := plans.DefaultParams()
+	if o.Params != nil {
+		p = *o.Params
+	}
+	if o.NearMiss != 0 {
+		p.NearMissNs = int64(o.NearMiss)
+	}
+	if o.Alpha != 0 {
+		p.Alpha = o.Alpha
+	}
+	if o.MinDelay != 0 {
+		p.MinDelayNs = int64(o.MinDelay)
+	}
+	if o.MaxDelay != 0 {
+		p.MaxDelayNs = int64(o.MaxDelay)
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("analysis options: %w", err)
+	}
+	return p, nil
+}
+
+// Stats describes one analysis. Pair counts are of dynamic pair instances
+// (one per conflicting event pair examined), except Candidates.
+type Stats struct {
+	Events     int64 // rows read in pass 1, forks included
+	Forks      int64 // fork rows
+	Lifecycle  int64 // init and dispose rows
+	Uses       int64 // use rows
+	Goroutines int   // goroutines named by fork edges
+	Objects    int64 // objects with at least one init or dispose
+
+	Instances    int64 // pair instances that entered S
+	PrunedWindow int64 // instances dropped because τ2 − τ1 ≥ δ
+	PrunedSameG  int64 // instances dropped because both ops ran in one goroutine
+	PrunedFork   int64 // instances dropped because forks order them
+
+	Candidates   int // distinct candidate pairs {ℓ1, ℓ2} in S
+	Locations    int // distinct delay locations ℓ1
+	Interference int // (ℓ1, ℓ*) interference entries
+
+	Passes     int // passes over the trace
+	Partitions int // object-hash partition groups (1 unless spilled)
+	Truncated  bool
+	Malformed  int64 // rows skipped: unknown op, site 0, ragged columns
+	Duration   time.Duration
+	Warnings   []string
+}
+
+func (s *Stats) warnf(format string, args ...any) {
+	s.Warnings = append(s.Warnings, fmt.Sprintf(format, args...))
+}
+
+// Run analyzes the trace that open yields (once per pass) and returns the
+// plan of the test with the analysis statistics. A trace whose Source
+// reports a truncation error is analyzed up to the truncation, with a
+// warning; any other Source error fails the analysis.
+func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, error) {
+	start := time.Now()
+	params, err := opts.params()
+	if err != nil {
+		return nil, nil, err
+	}
+	budget := opts.MemoryBudget
+	if budget <= 0 {
+		budget = 256 << 20
+	}
+	a := &analysis{
+		ctx:    ctx,
+		open:   open,
+		delta:  params.NearMissNs,
+		forest: newForest(),
+		store:  &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: opts.TempDir},
+		pairs:  make(map[pairKey]*pairAgg),
+		ivs:    make(map[ivKey]*ivList),
+		stats:  &Stats{},
+	}
+	defer a.store.close()
+	meta, err := a.pass1()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.forest.build(); err != nil {
+		return nil, nil, err
+	}
+	groups, err := a.store.finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	a.stats.Partitions = len(groups)
+	for _, g := range groups {
+		ev, err := a.store.load(g)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.index = buildIndex(ev)
+		a.stats.Objects += int64(a.index.objects())
+		a.mask = g
+		if err := a.pass2(); err != nil {
+			return nil, nil, err
+		}
+		a.index = nil
+	}
+	a.store.close()
+	plan := a.buildPlan(params, meta, opts)
+	if len(plan.Locations) > 0 {
+		if err := a.pass3(plan); err != nil {
+			return nil, nil, err
+		}
+	}
+	s := a.stats
+	s.Goroutines = a.forest.goroutines()
+	if a.forest.dupes > 0 {
+		s.warnf("%d fork rows name a child that already has a parent or is its own parent; the first edge was kept", a.forest.dupes)
+	}
+	if s.Malformed > 0 {
+		s.warnf("%d malformed rows skipped (unknown op, site 0 or ragged columns)", s.Malformed)
+	}
+	for _, l := range plan.Locations {
+		s.Candidates += len(l.Pairs)
+		s.Interference += len(l.Interference)
+	}
+	s.Locations = len(plan.Locations)
+	s.Duration = time.Since(start)
+	if err := plan.Validate(); err != nil {
+		// A bug in the analyzer, not in the trace: say so plainly.
+		return nil, nil, fmt.Errorf("analyze: internal error: produced an invalid plan: %w", err)
+	}
+	return plan, s, nil
+}
+
+type analysis struct {
+	ctx    context.Context
+	open   Opener
+	delta  int64
+	forest *forest
+	store  *lifecycleStore
+	index  *objIndex
+	mask   uint64 // partitions handled by the current pair pass
+	pairs  map[pairKey]*pairAgg
+	ivs    map[ivKey]*ivList
+	stats  *Stats
+
+	// one-entry caches for the hot pair path
+	lastPK pairKey
+	lastPA *pairAgg
+	lastIK ivKey
+	lastIL *ivList
+}
+
+// pairKey is a candidate pair {ℓ1, ℓ2} of one kind.
+type pairKey struct {
+	first, second uint32
+	kind          uint8 // opInit: use-before-init, opUse: use-after-dispose
+}
+
+type pairAgg struct {
+	count          int64
+	minGap, maxGap int64
+	obj            uint64
+}
+
+// ivKey is (ℓ1, ℓ2's goroutine): the interference windows of ℓ1 in that
+// goroutine.
+type ivKey struct {
+	first uint32
+	g     uint64
+}
+
+type ivList struct {
+	cur  interval
+	done []interval
+}
+
+type interval struct{ lo, hi int64 } // closed
+
+// scan runs fn over every batch of a fresh Source and handles the
+// Source's end: a truncation becomes a warning (once), other errors fail.
+func (a *analysis) scan(pass string, fn func(c *Columns)) (Meta, error) {
+	a.stats.Passes++
+	src, err := a.open()
+	if err != nil {
+		return Meta{}, passError(pass, err)
+	}
+	defer src.Close()
+	meta := src.Meta()
+	for src.Next() {
+		if err := a.ctx.Err(); err != nil {
+			return meta, err
+		}
+		fn(src.Batch())
+	}
+	if err := src.Err(); err != nil {
+		if !IsTruncated(err) {
+			return meta, passError(pass, err)
+		}
+		if !a.stats.Truncated {
+			a.stats.Truncated = true
+			a.stats.warnf("trace truncated, analyzed the readable prefix (%d events): %v", a.stats.Events, err)
+		}
+	}
+	if err := src.Close(); err != nil && !errors.Is(err, errClosed) {
+		return meta, passError(pass, err)
+	}
+	return meta, nil
+}
+
+var errClosed = errors.New("already closed")
+
+// pass1 reads the fork edges and the lifecycle events.
+func (a *analysis) pass1() (Meta, error) {
+	var serr error
+	meta, err := a.scan("pass 1 (forks, lifecycle)", func(c *Columns) {
+		if serr != nil {
+			return
+		}
+		n := c.Len()
+		if c.ragged() {
+			a.stats.Malformed += int64(max(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op)) - n)
+		}
+		a.stats.Events += int64(n)
+		ops := c.Op[:n]
+		for i, op := range ops {
+			switch op {
+			case opUse:
+				if c.Site[i] == 0 {
+					a.stats.Malformed++
+					continue
+				}
+				a.stats.Uses++
+			case opInit, opDispose:
+				if c.Site[i] == 0 {
+					a.stats.Malformed++
+					continue
+				}
+				a.stats.Lifecycle++
+				if err := a.store.add(lcEvent{obj: c.Obj[i], time: c.Time[i], g: c.G[i], clock: c.Clock[i], site: c.Site[i], op: op}); err != nil {
+					serr = err
+					return
+				}
+			case opFork:
+				a.stats.Forks++
+				a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
+			default:
+				a.stats.Malformed++
+			}
+		}
+	})
+	if err == nil {
+		err = serr
+	}
+	return meta, err
+}
+
+// pass2 pairs every use with its object's lifecycle events:
+//
+//   - init→use: the most recent lifecycle event at or before the use, if it
+//     is an init (a dispose in between means the init no longer matters);
+//   - use→dispose: the first dispose at or after the use within δ.
+//
+// Each instance is kept if 0 ≤ τ2 − τ1 < δ, the goroutines differ and the
+// events are concurrent by forks.
+func (a *analysis) pass2() error {
+	full := a.mask == ^uint64(0)
+	_, err := a.scan("pass 2 (pairs)", func(c *Columns) {
+		n := c.Len()
+		ops := c.Op[:n]
+		for i, op := range ops {
+			if op != opUse {
+				continue
+			}
+			site := c.Site[i]
+			if site == 0 {
+				continue
+			}
+			obj := c.Obj[i]
+			if !full && a.mask&(1<<partition(obj)) == 0 {
+				continue
+			}
+			ev := a.index.lookup(obj)
+			if ev == nil {
+				continue
+			}
+			t := c.Time[i]
+			// k: first lifecycle event later than t.
+			k := len(ev)
+			if ev[len(ev)-1].time <= t {
+				// common case for long-lived objects: all before
+			} else if ev[0].time > t {
+				k = 0
+			} else {
+				k = sort.Search(len(ev), func(j int) bool { return ev[j].time > t })
+			}
+			if k > 0 && ev[k-1].op == opInit {
+				e := &ev[k-1]
+				a.instance(pairKey{e.site, site, opInit}, obj, e.time, e.g, e.clock, t, c.G[i], c.Clock[i])
+			}
+			// First dispose at or after t: scan back over ties, then on.
+			j := k
+			for j > 0 && ev[j-1].time == t {
+				j--
+			}
+			for ; j < len(ev); j++ {
+				e := &ev[j]
+				if !inWindow(t, e.time, a.delta) {
+					if e.op == opDispose {
+						a.stats.PrunedWindow++
+					}
+					break
+				}
+				if e.op == opDispose {
+					a.instance(pairKey{site, e.site, opUse}, obj, t, c.G[i], c.Clock[i], e.time, e.g, e.clock)
+					break
+				}
+			}
+		}
+	})
+	return err
+}
+
+// inWindow reports whether 0 ≤ t2 − t1 < delta without overflow.
+func inWindow(t1, t2, delta int64) bool {
+	return t2 >= t1 && uint64(t2)-uint64(t1) < uint64(delta)
+}
+
+// instance examines one dynamic pair instance: ℓ1 at (t1, g1, c1) and ℓ2
+// at (t2, g2, c2), t1 ≤ t2.
+func (a *analysis) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32, t2 int64, g2 uint64, c2 uint32) {
+	if !inWindow(t1, t2, a.delta) {
+		a.stats.PrunedWindow++
+		return
+	}
+	if g1 == g2 {
+		a.stats.PrunedSameG++
+		return
+	}
+	if !a.forest.concurrent(g1, c1, g2, c2) {
+		a.stats.PrunedFork++
+		return
+	}
+	a.stats.Instances++
+	gap := t2 - t1
+	p := a.lastPA
+	if p == nil || a.lastPK != k {
+		p = a.pairs[k]
+		if p == nil {
+			p = &pairAgg{minGap: gap, maxGap: gap, obj: obj}
+			a.pairs[k] = p
+		}
+		a.lastPK, a.lastPA = k, p
+	}
+	p.count++
+	p.minGap = min(p.minGap, gap)
+	if gap > p.maxGap || gap == p.maxGap && obj < p.obj {
+		// The example object is the one of the largest gap (smallest
+		// object on ties), independent of the order of the trace.
+		p.maxGap, p.obj = gap, obj
+	}
+
+	// Interference window of this instance: ℓ2's goroutine, [t1 − δ, t2].
+	lo := t1 - a.delta
+	if lo > t1 { // overflow
+		lo = math.MinInt64
+	}
+	ik := ivKey{k.first, g2}
+	l := a.lastIL
+	if l == nil || a.lastIK != ik {
+		l = a.ivs[ik]
+		if l == nil {
+			l = &ivList{cur: interval{lo, t2}}
+			a.ivs[ik] = l
+		}
+		a.lastIK, a.lastIL = ik, l
+	}
+	l.add(interval{lo, t2})
+}
+
+// add merges iv into the current interval when they overlap, and
+// otherwise retires the current one.
+func (l *ivList) add(iv interval) {
+	if iv.lo <= l.cur.hi && iv.hi >= l.cur.lo {
+		l.cur.lo = min(l.cur.lo, iv.lo)
+		l.cur.hi = max(l.cur.hi, iv.hi)
+		return
+	}
+	l.done = append(l.done, l.cur)
+	l.cur = iv
+}
+
+// buildPlan turns the pair aggregates into plan locations.
+func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plans.Plan {
+	p := &plans.Plan{
+		Version: plans.Version,
+		Params:  params,
+		Provenance: plans.Provenance{
+			Package:    meta.Package,
+			Test:       meta.Test,
+			Trace:      opts.Trace,
+			Binary:     meta.Binary,
+			BinaryHash: opts.BinaryHash,
+			Sites:      meta.Sites,
+			Events:     a.stats.Events,
+			Created:    time.Now().UTC().Format(time.RFC3339),
+			Tool:       opts.Tool,
+			Truncated:  a.stats.Truncated,
+		},
+	}
+	keys := make([]pairKey, 0, len(a.pairs))
+	for k := range a.pairs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y pairKey) int {
+		if x.first != y.first {
+			return cmp32(x.first, y.first)
+		}
+		if x.second != y.second {
+			return cmp32(x.second, y.second)
+		}
+		return strings.Compare(string(kindOf(x.kind)), string(kindOf(y.kind)))
+	})
+	for _, k := range keys {
+		agg := a.pairs[k]
+		if len(p.Locations) == 0 || p.Locations[len(p.Locations)-1].Site != k.first {
+			p.Locations = append(p.Locations, plans.Location{Site: k.first, Prob: 1})
+		}
+		l := &p.Locations[len(p.Locations)-1]
+		l.Pairs = append(l.Pairs, plans.Pair{
+			Kind:     kindOf(k.kind),
+			First:    k.first,
+			Second:   k.second,
+			Object:   agg.obj,
+			Count:    int(min(agg.count, math.MaxInt32)),
+			MinGapNs: agg.minGap,
+			MaxGapNs: agg.maxGap,
+		})
+	}
+	p.Recompute()
+	return p
+}
+
+func kindOf(op uint8) plans.Kind {
+	if op == opInit {
+		return plans.UseBeforeInit
+	}
+	return plans.UseAfterDispose
+}
+
+func cmp32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,112 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Columns is one batch of trace rows in column form, the shape of
+// record/trace.Batch: row i is (Time[i], G[i], Clock[i], Site[i], Obj[i],
+// Op[i]). The slices are only read, and only until the next call to Next.
+type Columns struct {
+	Time  []int64
+	G     []uint64
+	Clock []uint32
+	Site  []uint32
+	Obj   []uint64
+	Op    []uint8
+}
+
+// Len is the number of complete rows: the length of the shortest column.
+func (c *Columns) Len() int {
+	return min(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op))
+}
+
+func (c *Columns) ragged() bool {
+	n := len(c.Time)
+	return len(c.G) != n || len(c.Clock) != n || len(c.Site) != n || len(c.Obj) != n || len(c.Op) != n
+}
+
+// Meta is what the analyzer uses of a trace's metadata.
+type Meta struct {
+	Package, Test, Binary, Sites string
+}
+
+// Source is a stream of trace batches. Run reads the trace several times,
+// opening a fresh Source for every pass; every Source of one analysis must
+// yield the same rows.
+type Source interface {
+	Meta() Meta
+	// Next advances to the next batch and reports whether there is one.
+	Next() bool
+	// Batch returns the current batch, valid until the next call to Next.
+	Batch() *Columns
+	// Err is the error that ended the stream, if any. An error for which
+	// IsTruncated reports true means the rows so far are a valid prefix.
+	Err() error
+	Close() error
+}
+
+// Opener opens a fresh Source over the same trace for every pass.
+type Opener func() (Source, error)
+
+// ErrTruncated marks a Source error after which the rows already read are
+// a valid prefix of the trace (the recorder died mid-write). Sources wrap
+// it; record/trace.ErrTruncated is treated the same way.
+var ErrTruncated = errors.New("trace truncated")
+
+// truncatedErrs are the sentinel errors that mean "valid prefix". The
+// record/trace adapter adds trace.ErrTruncated.
+var truncatedErrs = []error{ErrTruncated}
+
+// IsTruncated reports whether err says the trace ended early but its
+// prefix is readable.
+func IsTruncated(err error) bool {
+	for _, t := range truncatedErrs {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// SliceSource is a Source over batches held in memory, for tests and for
+// callers that already have columns.
+type SliceSource struct {
+	M       Meta
+	Batches []Columns
+	// Fail, if set, is returned by Err after the last batch.
+	Fail error
+	i    int
+}
+
+// Opener returns an Opener that yields a fresh copy of s for each pass.
+func (s *SliceSource) Opener() Opener {
+	return func() (Source, error) {
+		c := *s
+		c.i = 0
+		return &c, nil
+	}
+}
+
+func (s *SliceSource) Meta() Meta { return s.M }
+func (s *SliceSource) Next() bool {
+	if s.i >= len(s.Batches) {
+		return false
+	}
+	s.i++
+	return true
+}
+func (s *SliceSource) Batch() *Columns { return &s.Batches[s.i-1] }
+func (s *SliceSource) Err() error {
+	if s.i >= len(s.Batches) {
+		return s.Fail
+	}
+	return nil
+}
+func (s *SliceSource) Close() error { return nil }
+
+// passError wraps a Source error with the pass it happened in.
+func passError(pass string, err error) error {
+	return fmt.Errorf("%s: %w", pass, err)
+}

@@ -1,0 +1,127 @@
+package inject
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memorder/wafl/plans"
+)
+
+// config is everything a detection run is set up from.
+type config struct {
+	plan      *plans.Plan
+	planPath  string
+	seed      uint64
+	seedSet   bool // WAFL_SEED was given (else the seed was drawn and is logged)
+	run       int
+	logPath   string
+	crashPath string
+	ablate    ablation
+}
+
+// ablation lists the parts of the algorithm switched off by WAFL_ABLATE.
+type ablation struct {
+	noInterference bool
+	noHB           bool
+	noDecay        bool
+}
+
+func (a ablation) String() string {
+	var parts []string
+	if a.noInterference {
+		parts = append(parts, "interference")
+	}
+	if a.noHB {
+		parts = append(parts, "hb")
+	}
+	if a.noDecay {
+		parts = append(parts, "decay")
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseAblation(s string) (ablation, error) {
+	var a ablation
+	for _, f := range strings.Split(s, ",") {
+		switch strings.TrimSpace(f) {
+		case "":
+		case "interference":
+			a.noInterference = true
+		case "hb":
+			a.noHB = true
+		case "decay":
+			a.noDecay = true
+		default:
+			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay)", EnvAblate, s, f)
+		}
+	}
+	return a, nil
+}
+
+// configFromEnv reads the detection-run environment and opens the crash
+// output. It does not open the log; newEngine does.
+func configFromEnv() (config, error) {
+	var c config
+	c.planPath = os.Getenv(EnvPlan)
+	if c.planPath == "" {
+		return c, fmt.Errorf("%s=%s but %s is not set", EnvMode, ModeDetect, EnvPlan)
+	}
+	p, err := plans.Load(c.planPath)
+	if err != nil {
+		return c, err
+	}
+	c.plan = p
+	if s := os.Getenv(EnvSeed); s != "" {
+		c.seed, err = strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not a decimal unsigned 64-bit number", EnvSeed, s)
+		}
+		c.seedSet = true
+	} else {
+		c.seed = mix64(uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<32)
+	}
+	if s := os.Getenv(EnvRun); s != "" {
+		c.run, err = strconv.Atoi(s)
+		if err != nil || c.run < 0 {
+			return c, fmt.Errorf("%s=%q: not a run number", EnvRun, s)
+		}
+	}
+	if c.ablate, err = parseAblation(os.Getenv(EnvAblate)); err != nil {
+		return c, err
+	}
+	c.logPath = os.Getenv(EnvLog)
+	c.crashPath = os.Getenv(EnvCrash)
+	if c.crashPath != "" {
+		f, err := os.OpenFile(c.crashPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return c, fmt.Errorf("crash output: %v", err)
+		}
+		// SetCrashOutput duplicates the descriptor; ours can be closed.
+		err = debug.SetCrashOutput(f, debug.CrashOptions{})
+		f.Close()
+		if err != nil {
+			return c, fmt.Errorf("crash output %s: %v", c.crashPath, err)
+		}
+	}
+	return c, nil
+}
+
+// effective returns the parameters with the run caps and grace defaulted:
+// a zero cap or grace (a plan written before the field existed) means the
+// package plans default.
+func effective(p plans.Params) plans.Params {
+	if p.MaxDelayPerGoroutineNs == 0 {
+		p.MaxDelayPerGoroutineNs = plans.DefaultMaxDelayPerGoroutineNs
+	}
+	if p.MaxDelayPerRunNs == 0 {
+		p.MaxDelayPerRunNs = plans.DefaultMaxDelayPerRunNs
+	}
+	if p.GraceNs == 0 {
+		p.GraceNs = plans.DefaultGraceNs
+	}
+	return p
+}

@@ -1,0 +1,449 @@
+package inject
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memorder/wafl/lcc"
+	"github.com/memorder/wafl/plans"
+)
+
+// recentDelays is how many recent delays a location remembers for
+// happens-before inference.
+const recentDelays = 8
+
+// hbMinSlackNs is the least time after a delay's end within which a
+// partner access still counts as "right after" it (scheduler latency).
+const hbMinSlackNs = int64(2 * time.Millisecond)
+
+// loc is the run-time state of one site the plan mentions: a delay
+// location ℓ1, a partner ℓ2 of one, or both.
+type loc struct {
+	// on is nonzero while At must look at this site: the location is
+	// still in S, or the site is watched as a partner for HB inference.
+	on   atomic.Uint32
+	site uint32
+
+	isLoc   bool  // a delay location ℓ1 of the plan
+	delayNs int64 // learned delay length
+	interf  []*loc
+	pairs   []pairState
+	// partnerOf lists the unpruned pairs this site is ℓ2 of.
+	partnerOf []partnerRef
+
+	probBits  atomic.Uint64 // float64 bits of P
+	dead      atomic.Bool   // left S during this run
+	instances atomic.Uint64 // dynamic instances seen at this location
+	active    atomic.Int32  // delays in progress here
+	delays    atomic.Int64  // delays injected here this run
+	skipProb  atomic.Int64
+
+	mu     sync.Mutex
+	recent [recentDelays]delayRec // ring of recent delays, guarded by mu
+	nrec   int                    // delays ever put in recent
+}
+
+type pairState struct {
+	second uint32
+	kind   plans.Kind
+	pruned atomic.Bool
+}
+
+type partnerRef struct {
+	first *loc
+	pair  int
+}
+
+// delayRec is one delay, as HB inference sees it.
+type delayRec struct {
+	id     uint64
+	g      uint64
+	ns     int64 // planned length
+	ts, te int64 // start, end (te valid when ended)
+	ended  bool
+}
+
+func (l *loc) prob() float64 { return math.Float64frombits(l.probBits.Load()) }
+
+// clock abstracts time for tests: now is monotonic nanoseconds since the
+// engine started, sleep blocks the calling goroutine.
+type clock struct {
+	now       func() int64
+	sleep     func(ns int64)
+	unixStart int64
+}
+
+func realClock() clock {
+	start := time.Now()
+	return clock{
+		now:       func() int64 { return int64(time.Since(start)) },
+		sleep:     func(ns int64) { time.Sleep(time.Duration(ns)) },
+		unixStart: start.UnixNano(),
+	}
+}
+
+// engine is one detection run.
+type engine struct {
+	cfg    config
+	clk    clock
+	params plans.Params
+	table  []*loc
+	locs   []*loc // delay locations, in site order
+	log    *logWriter
+
+	gtab gtable
+
+	nextID   atomic.Uint64
+	active   atomic.Int32
+	total    atomic.Int64 // delay reserved in this run, ns
+	lastEnd  atomic.Int64 // latest delay end, ns since start
+	nDelays  atomic.Int64
+	skipInt  atomic.Int64
+	skipCapG atomic.Int64
+	skipCapR atomic.Int64
+	hbPrunes atomic.Int64
+	stopped  atomic.Bool
+
+	mu   sync.Mutex
+	perG map[uint64]int64 // delay per goroutine, ns; guarded by mu
+
+	maxLocDelay int64
+	finishOnce  sync.Once
+}
+
+// newEngine builds the site table from the plan and opens the log.
+func newEngine(cfg config, clk clock) (*engine, error) {
+	p := cfg.plan
+	e := &engine{
+		cfg:    cfg,
+		clk:    clk,
+		params: effective(p.Params),
+		perG:   make(map[uint64]int64),
+	}
+	var maxSite uint32
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		maxSite = max(maxSite, l.Site)
+		for _, pr := range l.Pairs {
+			maxSite = max(maxSite, pr.Second)
+		}
+		for _, s := range l.Interference {
+			maxSite = max(maxSite, s)
+		}
+	}
+	if len(p.Locations) > 0 {
+		e.table = make([]*loc, int(maxSite)+1)
+	}
+	get := func(site uint32) *loc {
+		if e.table[site] == nil {
+			e.table[site] = &loc{site: site}
+		}
+		return e.table[site]
+	}
+	for i := range p.Locations {
+		pl := &p.Locations[i]
+		l := get(pl.Site)
+		l.isLoc = true
+		l.delayNs = pl.DelayNs
+		l.probBits.Store(math.Float64bits(pl.Prob))
+		l.pairs = make([]pairState, len(pl.Pairs))
+		for j, pr := range pl.Pairs {
+			l.pairs[j].second = pr.Second
+			l.pairs[j].kind = pr.Kind
+			l.pairs[j].pruned.Store(pr.Pruned != "")
+		}
+		if !pl.Live() || pl.DelayNs <= 0 {
+			l.dead.Store(true)
+		}
+		e.locs = append(e.locs, l)
+		e.maxLocDelay = max(e.maxLocDelay, pl.DelayNs)
+	}
+	for i := range p.Locations {
+		pl := &p.Locations[i]
+		l := e.table[pl.Site]
+		for _, s := range pl.Interference {
+			if o := e.table[s]; o != nil && o.isLoc {
+				l.interf = append(l.interf, o)
+			}
+		}
+		if l.dead.Load() {
+			continue
+		}
+		for j := range l.pairs {
+			if !l.pairs[j].pruned.Load() {
+				o := get(l.pairs[j].second)
+				o.partnerOf = append(o.partnerOf, partnerRef{first: l, pair: j})
+			}
+		}
+	}
+	for _, l := range e.table {
+		if l != nil {
+			e.refreshOn(l)
+		}
+	}
+	if cfg.logPath != "" {
+		w, err := openLog(cfg.logPath)
+		if err != nil {
+			return nil, err
+		}
+		e.log = w
+	}
+	return e, nil
+}
+
+// refreshOn recomputes whether At must look at l.
+func (e *engine) refreshOn(l *loc) {
+	on := (l.isLoc && !l.dead.Load()) || (len(l.partnerOf) > 0 && !e.cfg.ablate.noHB)
+	if on && !e.stopped.Load() {
+		l.on.Store(1)
+	} else {
+		l.on.Store(0)
+	}
+}
+
+// at is the slow path of At.
+func (e *engine) at(l *loc, obj uintptr) {
+	e.event(l, lcc.Goid(), obj)
+}
+
+// event handles an access to site l by goroutine g.
+func (e *engine) event(l *loc, g uint64, obj uintptr) {
+	if e.stopped.Load() {
+		return
+	}
+	t := e.clk.now()
+	t0, known := e.gtab.swap(g, t)
+	if len(l.partnerOf) > 0 && !e.cfg.ablate.noHB && known {
+		e.inferHB(l, g, t0, t)
+	}
+	if l.isLoc && !l.dead.Load() {
+		e.maybeDelay(l, g, obj)
+	}
+}
+
+// maybeDelay decides whether to delay this instance of l and does it.
+func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
+	n := l.instances.Add(1) - 1
+	p := l.prob()
+	if p <= 0 {
+		return
+	}
+	if p < 1 && uniform(e.cfg.seed, l.site, n) >= p {
+		l.skipProb.Add(1)
+		return
+	}
+	if !e.cfg.ablate.noInterference {
+		for _, o := range l.interf {
+			if o.active.Load() > 0 {
+				e.skipInt.Add(1)
+				e.logSkip(l, g, n, SkipInterference, o.site)
+				return
+			}
+		}
+	}
+	d := l.delayNs
+	if e.total.Add(d) > e.params.MaxDelayPerRunNs {
+		e.total.Add(-d)
+		e.skipCapR.Add(1)
+		e.logSkip(l, g, n, SkipCapRun, 0)
+		return
+	}
+	e.mu.Lock()
+	if e.perG[g]+d > e.params.MaxDelayPerGoroutineNs {
+		e.mu.Unlock()
+		e.total.Add(-d)
+		e.skipCapG.Add(1)
+		e.logSkip(l, g, n, SkipCapGoroutine, 0)
+		return
+	}
+	e.perG[g] += d
+	e.mu.Unlock()
+
+	id := e.nextID.Add(1)
+	l.active.Add(1)
+	e.active.Add(1)
+	l.delays.Add(1)
+	e.nDelays.Add(1)
+	ts := e.clk.now()
+	l.mu.Lock()
+	slot := l.nrec % recentDelays
+	l.recent[slot] = delayRec{id: id, g: g, ns: d, ts: ts}
+	l.nrec++
+	l.mu.Unlock()
+	e.logDelay(l, g, n, id, obj, d, ts)
+
+	e.clk.sleep(d)
+
+	te := e.clk.now()
+	l.mu.Lock()
+	if r := &l.recent[slot]; r.id == id {
+		r.te, r.ended = te, true
+	}
+	l.mu.Unlock()
+	// The delayed goroutine's own delay is not a stall: its previous
+	// watched event is the end of the delay.
+	e.gtab.swap(g, te)
+	np := p
+	if !e.cfg.ablate.noDecay {
+		np = e.decay(l)
+	}
+	e.logEnd(l, g, id, te-ts, te, np)
+	for {
+		old := e.lastEnd.Load()
+		if te <= old || e.lastEnd.CompareAndSwap(old, te) {
+			break
+		}
+	}
+	l.active.Add(-1)
+	e.active.Add(-1)
+}
+
+// decay lowers l's probability by λ (not below 0; within 1e-9 of 0 is 0,
+// as plans.Plan.Decay) and takes l out of S when it reaches 0.
+func (e *engine) decay(l *loc) float64 {
+	lambda := e.params.Decay
+	for {
+		old := l.probBits.Load()
+		p := math.Float64frombits(old) - lambda
+		if p < 1e-9 {
+			p = 0
+		}
+		if l.probBits.CompareAndSwap(old, math.Float64bits(p)) {
+			if p == 0 {
+				e.kill(l)
+			}
+			return p
+		}
+	}
+}
+
+// kill takes l out of S for the rest of the run.
+func (e *engine) kill(l *loc) {
+	l.dead.Store(true)
+	e.refreshOn(l)
+}
+
+// inferHB implements TSVD §3.4.4 for an access to partner site l2 by
+// goroutine g2 at t2 whose previous watched event was at t0 (see
+// docs/report-format.md, "Happens-before inference"): the pair (ℓ1, ℓ2)
+// is pruned when a finished delay D = [ts, te] at ℓ1 in a goroutine other
+// than g2 satisfies
+//
+//	t0 < te                        the gap before ℓ2 overlaps D,
+//	t2 − t0 ≥ δhb · (te − ts)      the gap is proportional to D,
+//	te ≤ t2 ≤ te + max(te − ts, 2 ms)   ℓ2 comes right after D ends.
+func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
+	for _, ref := range l2.partnerOf {
+		l1 := ref.first
+		if l1.delays.Load() == 0 {
+			continue
+		}
+		pr := &l1.pairs[ref.pair]
+		if pr.pruned.Load() {
+			continue
+		}
+		var best delayRec
+		found := false
+		l1.mu.Lock()
+		for i := 0; i < min(l1.nrec, recentDelays); i++ {
+			r := l1.recent[i]
+			if !r.ended || r.g == g2 {
+				continue
+			}
+			d := r.te - r.ts
+			if t0 < r.te && float64(t2-t0) >= e.params.HBFactor*float64(d) &&
+				r.te <= t2 && t2 <= r.te+max(d, hbMinSlackNs) {
+				if !found || r.te > best.te {
+					best, found = r, true
+				}
+			}
+		}
+		l1.mu.Unlock()
+		if !found || !pr.pruned.CompareAndSwap(false, true) {
+			continue
+		}
+		e.hbPrunes.Add(1)
+		e.logHB(l1, pr.second, g2, best, t2-t0, t2)
+		all := true
+		for j := range l1.pairs {
+			if !l1.pairs[j].pruned.Load() {
+				all = false
+				break
+			}
+		}
+		if all {
+			e.kill(l1)
+		}
+	}
+}
+
+// finish stops injecting, drains delays in progress and the grace period,
+// and logs the final state.
+func (e *engine) finish() {
+	e.finishOnce.Do(func() {
+		e.stopped.Store(true)
+		for _, l := range e.table {
+			if l != nil {
+				l.on.Store(0)
+			}
+		}
+		start := e.clk.now()
+		// A delay in progress ends within its length; allow scheduling
+		// slack on top so a stuck sleeper cannot hang the exit forever.
+		limit := start + e.maxLocDelay + int64(time.Second)
+		for e.active.Load() > 0 && e.clk.now() < limit {
+			e.clk.sleep(int64(time.Millisecond))
+		}
+		if last := e.lastEnd.Load(); last > 0 {
+			if w := last + e.params.GraceNs - e.clk.now(); w > 0 {
+				e.clk.sleep(w)
+			}
+		}
+		e.logFinish(e.clk.now() - start)
+	})
+}
+
+// gtable remembers, per goroutine, the time of its latest watched event.
+// It is direct-mapped by goroutine id with the rest of the id kept as a
+// tag, one atomic word per slot: no lock, no allocation; a collision only
+// forgets an older goroutine's event (HB inference then skips it).
+type gtable struct {
+	slots [1 << gtabBits]atomic.Uint64
+}
+
+const (
+	gtabBits = 13
+	timeBits = 44 // microseconds: 200 days
+	tagBits  = 64 - timeBits
+)
+
+// swap records that goroutine g had a watched event at now (ns) and
+// returns the time of its previous one, at microsecond resolution.
+func (t *gtable) swap(g uint64, now int64) (prev int64, ok bool) {
+	tag := (g >> gtabBits) & (1<<tagBits - 1)
+	us := uint64(now/1000+1) & (1<<timeBits - 1)
+	old := t.slots[g&(1<<gtabBits-1)].Swap(tag<<timeBits | us)
+	if old == 0 || old>>timeBits != tag {
+		return 0, false
+	}
+	return int64((old&(1<<timeBits-1))-1) * 1000, true
+}
+
+// mix64 is the splitmix64 finalizer.
+func mix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// uniform is the random number in [0,1) that decides the n-th dynamic
+// instance of site under seed: a counter-based splitmix64 stream per
+// (seed, site), so the decision for an instance does not depend on how
+// goroutines interleave with other sites.
+func uniform(seed uint64, site uint32, n uint64) float64 {
+	key := mix64(seed ^ mix64(uint64(site)))
+	return float64(mix64(key+n*0xd1b54a32d192ed03)>>11) / (1 << 53)
+}

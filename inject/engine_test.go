@@ -1,0 +1,528 @@
+package inject
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/memorder/wafl/plans"
+)
+
+const ms = int64(time.Millisecond)
+
+// fakeClock is a manual clock: sleep advances it, so engine logic is
+// tested without wall-clock timing.
+type fakeClock struct{ t atomic.Int64 }
+
+func (c *fakeClock) clock() clock {
+	return clock{
+		now:       func() int64 { return c.t.Load() },
+		sleep:     func(ns int64) { c.t.Add(ns) },
+		unixStart: 1,
+	}
+}
+
+func (c *fakeClock) set(ns int64) { c.t.Store(ns) }
+
+// testPlan builds a valid plan from locations given as
+// (site, delay, prob, pairs, interference).
+func testPlan(locs ...plans.Location) *plans.Plan {
+	p := &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(), Locations: locs}
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		for j := range l.Pairs {
+			pr := &l.Pairs[j]
+			pr.First = l.Site
+			if pr.Count == 0 {
+				pr.Count = 1
+			}
+			if pr.Kind == "" {
+				pr.Kind = plans.UseBeforeInit
+			}
+		}
+	}
+	return p
+}
+
+func location(site uint32, delay int64, prob float64, seconds ...uint32) plans.Location {
+	l := plans.Location{Site: site, DelayNs: delay, Prob: prob}
+	for _, s := range seconds {
+		l.Pairs = append(l.Pairs, plans.Pair{Second: s})
+	}
+	return l
+}
+
+type testEngine struct {
+	*engine
+	clk     *fakeClock
+	logPath string
+}
+
+func newTestEngine(t *testing.T, p *plans.Plan, mut func(*config)) *testEngine {
+	t.Helper()
+	if err := p.Validate(); err != nil {
+		t.Fatalf("test plan invalid: %v", err)
+	}
+	fc := &fakeClock{}
+	cfg := config{plan: p, planPath: "plan.json", seed: 42, seedSet: true, run: 1,
+		logPath: filepath.Join(t.TempDir(), "run.log")}
+	if mut != nil {
+		mut(&cfg)
+	}
+	e, err := newEngine(cfg, fc.clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.log.f.Close() })
+	e.logSetup()
+	return &testEngine{engine: e, clk: fc, logPath: cfg.logPath}
+}
+
+// hit simulates goroutine g reaching site.
+func (e *testEngine) hit(site uint32, g uint64) {
+	if int(site) < len(e.table) {
+		if l := e.table[site]; l != nil && l.on.Load() != 0 {
+			e.event(l, g, 0x1000)
+		}
+	}
+}
+
+func (e *testEngine) records(t *testing.T) []map[string]any {
+	t.Helper()
+	f, err := os.Open(e.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func count(recs []map[string]any, ev string, where func(map[string]any) bool) int {
+	n := 0
+	for _, r := range recs {
+		if r["ev"] == ev && (where == nil || where(r)) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTableOnlyPlannedSites(t *testing.T) {
+	p := testPlan(location(3, 10*ms, 1, 5), location(4, 10*ms, 0, 6))
+	e := newTestEngine(t, p, nil)
+	if len(e.table) != 7 {
+		t.Fatalf("table has %d entries, want 7 (max site 6 + 1)", len(e.table))
+	}
+	for site, want := range map[uint32]bool{1: false, 3: true, 5: true, 4: false, 6: false} {
+		l := e.table[site]
+		on := l != nil && l.on.Load() != 0
+		if on != want {
+			t.Errorf("site %d on = %v, want %v", site, on, want)
+		}
+	}
+}
+
+func TestDecayRemovesLocation(t *testing.T) {
+	p := testPlan(location(1, 5*ms, 1, 2))
+	p.Params.Decay = 0.25
+	e := newTestEngine(t, p, func(c *config) { c.ablate.noHB = true })
+	for range 10 {
+		e.hit(1, 7)
+	}
+	l := e.table[1]
+	if got := l.delays.Load(); got != 4 {
+		t.Errorf("delays = %d, want 4 (P: 1, .75, .5, .25 → 0)", got)
+	}
+	if l.prob() != 0 || !l.dead.Load() || l.on.Load() != 0 {
+		t.Errorf("after decay to 0: prob %v dead %v on %d, want 0 true 0", l.prob(), l.dead.Load(), l.on.Load())
+	}
+	e.finish()
+	recs := e.records(t)
+	if n := count(recs, EvDelay, nil); n != 4 {
+		t.Errorf("log has %d delay records, want 4", n)
+	}
+	if n := count(recs, EvEnd, func(r map[string]any) bool { return r["p"] == 0.0 }); n != 1 {
+		t.Errorf("log has %d end records with p=0, want 1", n)
+	}
+	if n := count(recs, EvLoc, func(r map[string]any) bool { return r["p"] == 0.0 && r["live"] == false }); n != 1 {
+		t.Errorf("finish did not log site 1 at p=0: %v", recs)
+	}
+}
+
+func TestNoDecayAblation(t *testing.T) {
+	p := testPlan(location(1, 1*ms, 1, 2))
+	e := newTestEngine(t, p, func(c *config) { c.ablate.noDecay = true })
+	for range 20 {
+		e.hit(1, 7)
+	}
+	if got := e.table[1].delays.Load(); got != 20 {
+		t.Errorf("delays = %d, want 20 with decay off", got)
+	}
+}
+
+func TestDecisionsReproducible(t *testing.T) {
+	decisions := func(seed uint64) []bool {
+		p := testPlan(location(1, 1*ms, 0.5, 2))
+		e := newTestEngine(t, p, func(c *config) { c.seed = seed; c.ablate.noDecay = true })
+		var out []bool
+		for range 64 {
+			before := e.table[1].delays.Load()
+			e.hit(1, 7)
+			out = append(out, e.table[1].delays.Load() > before)
+		}
+		return out
+	}
+	a, b, c := decisions(1), decisions(1), decisions(2)
+	delays := 0
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("seed 1 gave different decisions for instance %d", i)
+		}
+		if a[i] {
+			delays++
+		}
+	}
+	if delays < 16 || delays > 48 {
+		t.Errorf("P=0.5 delayed %d of 64 instances", delays)
+	}
+	same := true
+	for i := range a {
+		same = same && a[i] == c[i]
+	}
+	if same {
+		t.Errorf("seeds 1 and 2 made the same 64 decisions")
+	}
+}
+
+func TestUniformRange(t *testing.T) {
+	var sum float64
+	for n := range uint64(10000) {
+		u := uniform(99, 3, n)
+		if u < 0 || u >= 1 {
+			t.Fatalf("uniform = %v, out of [0,1)", u)
+		}
+		sum += u
+	}
+	if m := sum / 10000; m < 0.45 || m > 0.55 {
+		t.Errorf("mean of 10000 draws = %v", m)
+	}
+}
+
+func TestInterferenceSkip(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
+		p.Locations[0].Interference = []uint32{3}
+		p.Params.Decay = 0
+		e := newTestEngine(t, p, func(c *config) { c.ablate.noInterference = off })
+		e.table[3].active.Store(1) // a delay at 3 is in progress
+		e.hit(1, 7)
+		want := int64(1)
+		if !off {
+			want = 0
+		}
+		if got := e.table[1].delays.Load(); got != want {
+			t.Errorf("ablate interference=%v: delays at 1 = %d, want %d", off, got, want)
+		}
+		e.table[3].active.Store(0)
+		e.hit(1, 7)
+		if got := e.table[1].delays.Load(); got != want+1 {
+			t.Errorf("ablate interference=%v: no delay once the interfering delay ended", off)
+		}
+		recs := e.records(t)
+		n := count(recs, EvSkip, func(r map[string]any) bool { return r["why"] == SkipInterference && r["by"] == 3.0 })
+		if n != int(1-want) {
+			t.Errorf("ablate interference=%v: %d interference skip records", off, n)
+		}
+	}
+}
+
+func TestCaps(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	p.Params.Decay = 0
+	p.Params.MaxDelayPerGoroutineNs = 25 * ms
+	p.Params.MaxDelayPerRunNs = 45 * ms
+	e := newTestEngine(t, p, nil)
+	for range 5 {
+		e.hit(1, 7) // g7: 2 delays, then the goroutine cap
+	}
+	if got := e.perG[7]; got != 20*ms {
+		t.Errorf("goroutine 7 delayed %d ns, want 20 ms", got)
+	}
+	for range 5 {
+		e.hit(1, 8) // g8: 2 delays (run total 40 ms), then the run cap
+	}
+	for range 5 {
+		e.hit(1, 9) // run cap: 45 ms leaves no room for a 10 ms delay
+	}
+	if got := e.total.Load(); got != 40*ms {
+		t.Errorf("run delayed %d ns, want 40 ms", got)
+	}
+	if e.skipCapG.Load() != 3 || e.skipCapR.Load() < 5 {
+		t.Errorf("skips: goroutine cap %d (want 3), run cap %d (want ≥ 5)", e.skipCapG.Load(), e.skipCapR.Load())
+	}
+}
+
+func TestCapsRealClock(t *testing.T) {
+	p := testPlan(location(1, 2*ms, 1, 2))
+	p.Params.Decay = 0
+	p.Params.MaxDelayPerGoroutineNs = 10 * ms
+	p.Params.MaxDelayPerRunNs = 16 * ms
+	cfg := config{plan: p, seed: 1}
+	e, err := newEngine(cfg, realClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 20 {
+				e.at(e.table[1], 0)
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if d := e.nDelays.Load(); d != 8 || e.total.Load() != 16*ms {
+		t.Errorf("%d delays, %d ns in total; want 8 delays of 2 ms (run cap 16 ms)", d, e.total.Load())
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for g, d := range e.perG {
+		if d > 10*ms {
+			t.Errorf("goroutine %d delayed %d ns, over the 10 ms cap", g, d)
+		}
+	}
+}
+
+// TestHBInference checks the definition in inferHB with a manual clock:
+// site 1 (ℓ1) delays 10 ms in goroutine 1 from t=100 ms to t=110 ms;
+// goroutine 2 last touched a watched site at t0 and reaches ℓ2 = site 2
+// at t2.
+func TestHBInference(t *testing.T) {
+	cases := []struct {
+		name   string
+		g2     uint64
+		t0, t2 int64 // ms; t0 < 0: no previous watched event
+		prune  bool
+	}{
+		{"stalled until right after the delay", 2, 95, 111, true},
+		{"stalled, ℓ2 at the delay's end", 2, 99, 110, true},
+		{"ℓ2 during the delay (the bug window)", 2, 95, 105, false},
+		{"ℓ2 long after the delay", 2, 95, 150, false},
+		{"gap too short", 2, 108, 111, false},
+		{"gap before the delay ended", 2, 50, 99, false},
+		{"same goroutine", 1, 95, 111, false},
+		{"no previous event", 2, -1, 111, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
+			e := newTestEngine(t, p, nil)
+			if c.t0 >= 0 {
+				e.clk.set(c.t0 * ms)
+				e.hit(4, c.g2) // a watched site (partner of 3)
+			}
+			e.clk.set(100 * ms)
+			e.hit(1, 1) // delays 10 ms: [100, 110]
+			e.clk.set(c.t2 * ms)
+			e.hit(2, c.g2)
+			pruned := e.table[1].pairs[0].pruned.Load()
+			if pruned != c.prune {
+				t.Fatalf("pruned = %v, want %v", pruned, c.prune)
+			}
+			if pruned {
+				if !e.table[1].dead.Load() {
+					t.Errorf("location 1 lost its only pair but is still live")
+				}
+				recs := e.records(t)
+				if count(recs, EvHB, func(r map[string]any) bool {
+					return r["first"] == 1.0 && r["second"] == 2.0 && r["delay_g"] == 1.0 && r["g"] == float64(c.g2)
+				}) != 1 {
+					t.Errorf("no hb record in the log")
+				}
+			}
+		})
+	}
+}
+
+func TestHBAblation(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	e := newTestEngine(t, p, func(c *config) { c.ablate.noHB = true })
+	if e.table[2].on.Load() != 0 {
+		t.Errorf("partner site watched with HB inference off")
+	}
+}
+
+// TestOwnDelayIsNotAStall: a goroutine's own delay between two watched
+// events does not count as a stall caused by another goroutine's delay.
+func TestOwnDelayIsNotAStall(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 2))
+	p.Params.Decay = 0
+	e := newTestEngine(t, p, nil)
+	e.clk.set(100 * ms)
+	e.hit(1, 1) // g1 delays [100, 110]
+	e.clk.set(100 * ms)
+	e.hit(3, 2) // g2 delays [100, 110] at its own location, t0 := 110
+	e.hit(2, 2) // t2 = 110: gap 0
+	if e.table[1].pairs[0].pruned.Load() {
+		t.Errorf("pair (1,2) pruned though g2 was stalled by its own delay")
+	}
+}
+
+func TestFinishDrainsAndStops(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	p.Params.GraceNs = 30 * ms
+	e := newTestEngine(t, p, nil)
+	e.clk.set(0)
+	e.hit(1, 1) // ends at 10 ms
+	e.clk.set(15 * ms)
+	e.finish()
+	if now := e.clk.t.Load(); now != 40*ms {
+		t.Errorf("finish returned at %d ms, want 40 ms (last delay end 10 ms + grace 30 ms)", now/ms)
+	}
+	before := e.nDelays.Load()
+	e.event(e.table[1], 1, 0)
+	if e.nDelays.Load() != before {
+		t.Errorf("delay injected after finish")
+	}
+	e.finish() // idempotent
+	if n := count(e.records(t), EvFinish, nil); n != 1 {
+		t.Errorf("%d finish records, want 1", n)
+	}
+}
+
+func TestFinishWithoutDelaysDoesNotWait(t *testing.T) {
+	e := newTestEngine(t, testPlan(location(1, 10*ms, 1, 2)), nil)
+	e.finish()
+	if now := e.clk.t.Load(); now != 0 {
+		t.Errorf("finish waited %d ns with no delay injected", now)
+	}
+}
+
+func TestGtable(t *testing.T) {
+	var g gtable
+	if _, ok := g.swap(5, 1000); ok {
+		t.Fatal("fresh table has an event")
+	}
+	if prev, ok := g.swap(5, 7000); !ok || prev != 1000 {
+		t.Fatalf("swap = %d, %v; want 1000, true", prev, ok)
+	}
+	other := uint64(5 + 1<<gtabBits) // same slot, other goroutine
+	if _, ok := g.swap(other, 9000); ok {
+		t.Fatal("collision returned another goroutine's event")
+	}
+	if _, ok := g.swap(5, 9500); ok {
+		t.Fatal("evicted goroutine still has an event")
+	}
+}
+
+func TestLogStringEscaping(t *testing.T) {
+	for _, s := range []string{"plain", `q"uote\back`, "ctl\x00\n\t", "ü日本", "bad\xffutf8"} {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q encoded as %s: %v", s, b, err)
+		}
+		if s != "bad\xffutf8" && got != s {
+			t.Errorf("round trip %q → %s → %q", s, b, got)
+		}
+	}
+}
+
+func TestParseAblation(t *testing.T) {
+	a, err := parseAblation("hb, interference")
+	if err != nil || !a.noHB || !a.noInterference || a.noDecay {
+		t.Fatalf("parseAblation = %+v, %v", a, err)
+	}
+	if a.String() != "interference,hb" {
+		t.Errorf("String = %q", a.String())
+	}
+	if _, err := parseAblation("hb,bogus"); err == nil {
+		t.Error("unknown part accepted")
+	}
+}
+
+// The hook at a site the plan does not mention, and at a planned site
+// whose probability is 0, must not allocate.
+func TestHookNoAllocs(t *testing.T) {
+	restore := installTestEngine(t)
+	defer restore()
+	var x int
+	for _, site := range []uint32{0, 2, 1 << 20, pZeroSite} {
+		if n := testing.AllocsPerRun(1000, func() { At(site, unsafe.Pointer(&x)) }); n != 0 {
+			t.Errorf("At(%d) allocates %v times per call", site, n)
+		}
+	}
+}
+
+const pZeroSite = 5
+
+// installTestEngine installs a global engine with site 1 planned (P=1,
+// partner 3) and site 5 planned with P=0, for the hook benchmarks.
+func installTestEngine(tb testing.TB) func() {
+	p := testPlan(location(1, 1*ms, 1, 3), location(pZeroSite, 1*ms, 0, 6))
+	fc := &fakeClock{}
+	e, err := newEngine(config{plan: p, seed: 1}, fc.clock())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	oldE, oldT := eng, table
+	eng, table = e, e.table
+	return func() { eng, table = oldE, oldT }
+}
+
+func BenchmarkAtUnplanned(b *testing.B) {
+	defer installTestEngine(b)()
+	var x int
+	b.ReportAllocs()
+	for b.Loop() {
+		At(2, unsafe.Pointer(&x))
+	}
+}
+
+func BenchmarkAtPlannedProbZero(b *testing.B) {
+	defer installTestEngine(b)()
+	var x int
+	b.ReportAllocs()
+	for b.Loop() {
+		At(pZeroSite, unsafe.Pointer(&x))
+	}
+}
+
+func BenchmarkAtDisabled(b *testing.B) {
+	oldE, oldT := eng, table
+	eng, table = nil, nil
+	defer func() { eng, table = oldE, oldT }()
+	var x int
+	b.ReportAllocs()
+	for b.Loop() {
+		At(1, unsafe.Pointer(&x))
+	}
+}
+
+// BenchmarkAtWatched is a partner site watched for HB inference: a
+// goroutine id, a clock read and one atomic swap.
+func BenchmarkAtWatched(b *testing.B) {
+	defer installTestEngine(b)()
+	var x int
+	b.ReportAllocs()
+	for b.Loop() {
+		At(3, unsafe.Pointer(&x))
+	}
+}

@@ -1,0 +1,207 @@
+package inject
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// Log record kinds: the "ev" field of every line of the WAFL_LOG file
+// (docs/report-format.md, "Run log").
+const (
+	EvSetup  = "setup"  // first line: run, seed, plan, start time, pid
+	EvDelay  = "delay"  // a delay started
+	EvEnd    = "end"    // a delay ended (the delayed access follows)
+	EvSkip   = "skip"   // a delay was skipped (interference or a cap)
+	EvHB     = "hb"     // a pair was pruned by happens-before inference
+	EvLoc    = "loc"    // final state of one location, written by Finish
+	EvFinish = "finish" // last line: totals, written by Finish
+)
+
+// Skip reasons (the "why" field of EvSkip records).
+const (
+	SkipInterference = "interference"  // an interfering delay was in progress
+	SkipCapGoroutine = "cap-goroutine" // MaxDelayPerGoroutineNs reached
+	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
+)
+
+// maxSkipRecords bounds the skip lines per run; the totals in the finish
+// record stay exact.
+const maxSkipRecords = 10000
+
+// logWriter appends JSON lines to the run log with one write system call
+// per record and no buffering, so a crash loses nothing written before it.
+type logWriter struct {
+	f     *os.File
+	skips atomic.Int64 // skip lines written
+}
+
+func openLog(path string) (*logWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run log: %v", err)
+	}
+	return &logWriter{f: f}, nil
+}
+
+// rec builds one JSON object.
+type rec struct{ b []byte }
+
+func newRec(ev string, t int64) *rec {
+	r := &rec{b: make([]byte, 0, 192)}
+	r.b = append(r.b, `{"ev":"`...)
+	r.b = append(r.b, ev...)
+	r.b = append(r.b, '"')
+	return r.int("t", t)
+}
+
+func (r *rec) key(k string) {
+	r.b = append(r.b, ',', '"')
+	r.b = append(r.b, k...)
+	r.b = append(r.b, '"', ':')
+}
+
+func (r *rec) int(k string, v int64) *rec {
+	r.key(k)
+	r.b = strconv.AppendInt(r.b, v, 10)
+	return r
+}
+
+func (r *rec) uint(k string, v uint64) *rec {
+	r.key(k)
+	r.b = strconv.AppendUint(r.b, v, 10)
+	return r
+}
+
+func (r *rec) float(k string, v float64) *rec {
+	r.key(k)
+	r.b = strconv.AppendFloat(r.b, v, 'g', -1, 64)
+	return r
+}
+
+func (r *rec) bool(k string, v bool) *rec {
+	r.key(k)
+	r.b = strconv.AppendBool(r.b, v)
+	return r
+}
+
+func (r *rec) str(k, v string) *rec {
+	r.key(k)
+	r.b = appendJSONString(r.b, v)
+	return r
+}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}
+
+func (w *logWriter) write(r *rec) {
+	if w == nil {
+		return
+	}
+	r.b = append(r.b, '}', '\n')
+	// A failed write cannot be reported anywhere useful from inside the
+	// program under test; the wafl side notices the missing records.
+	_, _ = w.f.Write(r.b)
+}
+
+func (e *engine) logSetup() {
+	if e.log == nil {
+		return
+	}
+	live := 0
+	for _, l := range e.locs {
+		if !l.dead.Load() {
+			live++
+		}
+	}
+	r := newRec(EvSetup, 0).
+		int("unix_ns", e.clk.unixStart).
+		int("pid", int64(os.Getpid())).
+		int("run", int64(e.cfg.run)).
+		uint("seed", e.cfg.seed).
+		bool("seed_set", e.cfg.seedSet).
+		str("plan", e.cfg.planPath).
+		int("locations", int64(len(e.locs))).
+		int("live", int64(live)).
+		str("ablate", e.cfg.ablate.String())
+	e.log.write(r)
+}
+
+func (e *engine) logDelay(l *loc, g, n, id uint64, obj uintptr, d, ts int64) {
+	if e.log == nil {
+		return
+	}
+	e.log.write(newRec(EvDelay, ts).uint("id", id).uint("site", uint64(l.site)).
+		uint("g", g).uint("obj", uint64(obj)).int("ns", d).uint("n", n))
+}
+
+func (e *engine) logEnd(l *loc, g, id uint64, actual, te int64, p float64) {
+	if e.log == nil {
+		return
+	}
+	e.log.write(newRec(EvEnd, te).uint("id", id).uint("site", uint64(l.site)).
+		uint("g", g).int("ns", actual).float("p", p))
+}
+
+func (e *engine) logSkip(l *loc, g, n uint64, why string, by uint32) {
+	if e.log == nil || e.log.skips.Add(1) > maxSkipRecords {
+		return
+	}
+	r := newRec(EvSkip, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).
+		uint("n", n).str("why", why)
+	if by != 0 {
+		r.uint("by", uint64(by))
+	}
+	e.log.write(r)
+}
+
+func (e *engine) logHB(l1 *loc, second uint32, g2 uint64, d delayRec, gap, t2 int64) {
+	if e.log == nil {
+		return
+	}
+	e.log.write(newRec(EvHB, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
+		uint("id", d.id).uint("g", g2).uint("delay_g", d.g).int("gap", gap).int("delay_ns", d.te-d.ts))
+}
+
+func (e *engine) logFinish(drain int64) {
+	if e.log == nil {
+		return
+	}
+	t := e.clk.now()
+	for _, l := range e.locs {
+		e.log.write(newRec(EvLoc, t).uint("site", uint64(l.site)).float("p", l.prob()).
+			bool("live", !l.dead.Load()).int("delays", l.delays.Load()).
+			uint("instances", l.instances.Load()).int("skip_prob", l.skipProb.Load()))
+	}
+	e.log.write(newRec(EvFinish, t).int("delays", e.nDelays.Load()).int("delay_ns", e.total.Load()).
+		int("skip_interference", e.skipInt.Load()).int("skip_cap_goroutine", e.skipCapG.Load()).
+		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("drain_ns", drain))
+}

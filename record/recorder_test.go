@@ -1,0 +1,339 @@
+package record
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/memorder/wafl/lcc"
+)
+
+func readSpill(t *testing.T, path string) []RawEvent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := NewRawReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []RawEvent
+	for r.Next() {
+		for i := range r.Len() {
+			out = append(out, r.Event(i))
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func startTemp(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "trace.raw")
+	if err := StartRecording(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		StopRecording()
+		lcc.Disable()
+	})
+	return path
+}
+
+// TestRecordStress records from many goroutines at once and checks that
+// every event arrives exactly once, in program order per goroutine, with
+// the right fork rows.
+func TestRecordStress(t *testing.T) {
+	goroutines, perG := 8, 150_000 // 1.2M events
+	if testing.Short() {
+		perG = 20_000
+	}
+	path := startTemp(t)
+	parent := lcc.Goid()
+	objs := make([][]byte, goroutines)
+	gids := make([]uint64, goroutines)
+	tokens := make([]lcc.Token, goroutines)
+	var wg sync.WaitGroup
+	for i := range goroutines {
+		objs[i] = make([]byte, perG)
+		tok := Fork()
+		tokens[i] = tok
+		wg.Add(1)
+		go func() {
+			Adopt(tok)
+			defer wg.Done()
+			gids[i] = lcc.Goid()
+			o := objs[i]
+			for j := range perG {
+				switch j % 3 {
+				case 0:
+					Init(uint32(i+1), unsafe.Pointer(&o[j]))
+				case 1:
+					Use(uint32(i+1), unsafe.Pointer(&o[j]))
+				case 2:
+					Store(uint32(i+1), unsafe.Pointer(&o[j]), true)
+				}
+				if j%4096 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	Finish()
+	Finish() // idempotent
+	if CurrentMode() != ModeOff {
+		t.Fatalf("mode after Finish = %v, want off", CurrentMode())
+	}
+	Use(1, unsafe.Pointer(&objs[0][0])) // after Finish: dropped, no panic
+
+	evs := readSpill(t, path)
+	if want := goroutines*perG + goroutines; len(evs) != want {
+		t.Fatalf("read %d events, want %d (%d per goroutine + %d forks)", len(evs), want, perG, goroutines)
+	}
+	byG := map[uint64]int{}
+	for i, g := range gids {
+		byG[g] = i
+	}
+	next := make([]int, goroutines)
+	var forks int
+	var lastTime = make([]int64, goroutines)
+	for _, e := range evs {
+		if e.Op == OpFork {
+			i, ok := byG[e.Obj]
+			if !ok || e.G != parent || e.Clock != tokens[i].Clock || e.Site != 0 {
+				t.Fatalf("bad fork row %+v (parent %d, tokens %+v)", e, parent, tokens)
+			}
+			forks++
+			continue
+		}
+		i, ok := byG[e.G]
+		if !ok {
+			t.Fatalf("event of unknown goroutine: %+v", e)
+		}
+		j := next[i]
+		if want := uint64(uintptr(unsafe.Pointer(&objs[i][0]))) + uint64(j); e.Obj != want {
+			t.Fatalf("goroutine %d: event %d has obj offset %d: lost, duplicated or reordered", i, j, int64(e.Obj-want)+int64(j))
+		}
+		wantOp := []Op{OpInit, OpUse, OpDispose}[j%3]
+		if e.Op != wantOp || e.Site != uint32(i+1) || e.Clock != 1 {
+			t.Fatalf("goroutine %d event %d = %+v, want op %v site %d clock 1", i, j, e, wantOp, i+1)
+		}
+		if e.Time < lastTime[i] {
+			t.Fatalf("goroutine %d: time went backwards at event %d", i, j)
+		}
+		lastTime[i] = e.Time
+		next[i]++
+	}
+	if forks != goroutines {
+		t.Fatalf("%d fork rows, want %d", forks, goroutines)
+	}
+	if w, d := RecordingStats(); w != int64(len(evs)) || d != 0 {
+		t.Fatalf("RecordingStats = %d written, %d dropped; want %d, 0", w, d, len(evs))
+	}
+}
+
+// TestPeriodicFlush checks that events reach the file while the recording
+// is still running (a crash loses only the last moments).
+func TestPeriodicFlush(t *testing.T) {
+	path := startTemp(t)
+	var x int
+	Use(7, unsafe.Pointer(&x))
+	for attempt := 0; ; attempt++ {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() >= RawHeaderSize+RawFrameSize+RawRecordSize {
+			break
+		}
+		if attempt > 2000 { // 20 s, against a 25 ms flush interval
+			t.Fatalf("spill file still %d bytes long", fi.Size())
+		}
+		sleepMS(10)
+	}
+	evs := readSpill(t, path)
+	if len(evs) != 1 || evs[0].Site != 7 || evs[0].Obj != uint64(uintptr(unsafe.Pointer(&x))) {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestFinishConcurrent(t *testing.T) {
+	path := startTemp(t)
+	var x int
+	for range 5000 {
+		Use(1, unsafe.Pointer(&x))
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Finish()
+			// Every caller returns only after the data is on disk.
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Error(err)
+			} else if min := int64(RawHeaderSize + 5000*RawRecordSize); fi.Size() < min {
+				t.Errorf("after Finish returned the spill file has %d bytes, want at least %d", fi.Size(), min)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(readSpill(t, path)); n != 5000 {
+		t.Fatalf("%d events, want 5000", n)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	startTemp(t)
+	if err := StartRecording(filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "already in progress") {
+		t.Fatalf("second StartRecording: %v", err)
+	}
+	StopRecording()
+	if err := StartRecording(filepath.Join(t.TempDir(), "no", "such", "dir", "x")); err == nil || !strings.Contains(err.Error(), "spill file") {
+		t.Fatalf("StartRecording in a missing directory: %v", err)
+	}
+	if err := setup("bogus", ""); err == nil || !strings.Contains(err.Error(), `WAFL_MODE="bogus"`) {
+		t.Fatalf("setup(bogus): %v", err)
+	}
+	if err := setup("record", ""); err == nil || !strings.Contains(err.Error(), "WAFL_TRACE") {
+		t.Fatalf("setup(record, no trace): %v", err)
+	}
+}
+
+func TestRecordNoAllocs(t *testing.T) {
+	startTemp(t)
+	var x int
+	p := unsafe.Pointer(&x)
+	for range 3 * bufEvents { // warm up: buffers allocated and recycled
+		Use(1, p)
+	}
+	if n := testing.AllocsPerRun(10*bufEvents, func() {
+		Init(1, p)
+		Use(2, p)
+		Adopt(Fork())
+	}); n != 0 {
+		t.Fatalf("recording hooks allocate %v times per run, want 0", n)
+	}
+	StopRecording()
+	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()) }); n != 0 {
+		t.Fatalf("hooks off allocate %v times per run, want 0", n)
+	}
+}
+
+// TestSubprocessExit runs this test binary with WAFL_MODE=record, as wafl
+// does, and checks that init starts the recorder and Exit flushes it.
+func TestSubprocessExit(t *testing.T) {
+	if os.Getenv("WAFL_RECORD_HELPER") == "1" {
+		var x int
+		for i := range 10_000 {
+			Use(uint32(i%5+1), unsafe.Pointer(&x))
+		}
+		tok := Fork()
+		done := make(chan struct{})
+		go func() { Adopt(tok); Init(9, unsafe.Pointer(&x)); close(done) }()
+		<-done
+		Exit(3)
+	}
+	if testing.Short() && runtime.GOOS == "windows" {
+		t.Skip()
+	}
+	path := filepath.Join(t.TempDir(), "sub.raw")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSubprocessExit$")
+	cmd.Env = append(os.Environ(), "WAFL_RECORD_HELPER=1", "WAFL_MODE=record", "WAFL_TRACE="+path)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("helper: %v, want exit status 3\n%s", err, out)
+	}
+	evs := readSpill(t, path)
+	var uses, inits, forks int
+	for _, e := range evs {
+		switch e.Op {
+		case OpUse:
+			uses++
+		case OpInit:
+			inits++
+		case OpFork:
+			forks++
+		}
+	}
+	if uses != 10_000 || inits != 1 || forks != 1 {
+		t.Fatalf("helper recorded %d uses, %d inits, %d forks; want 10000, 1, 1", uses, inits, forks)
+	}
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WAFL_MODE=record")
+	out, err = cmd.CombinedOutput()
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "WAFL_TRACE") {
+		t.Fatalf("WAFL_MODE=record without WAFL_TRACE: %v\n%s", err, out)
+	}
+}
+
+func BenchmarkHookOff(b *testing.B) {
+	var x int
+	p := unsafe.Pointer(&x)
+	b.ReportAllocs()
+	for b.Loop() {
+		Use(1, p)
+	}
+}
+
+func BenchmarkForkAdoptOff(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Adopt(Fork())
+	}
+}
+
+func benchStart(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.raw")
+	if err := StartRecording(path); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := StopRecording(); err != nil {
+			b.Error(err)
+		}
+		lcc.Disable()
+	})
+}
+
+func BenchmarkHookRecord(b *testing.B) {
+	benchStart(b)
+	var x int
+	p := unsafe.Pointer(&x)
+	b.ReportAllocs()
+	for b.Loop() {
+		Use(1, p)
+	}
+}
+
+func BenchmarkHookRecordParallel(b *testing.B) {
+	benchStart(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var x int
+		p := unsafe.Pointer(&x)
+		for pb.Next() {
+			Use(1, p)
+		}
+	})
+}
+
+func BenchmarkNow(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Now()
+	}
+}

@@ -1,0 +1,5 @@
+package record
+
+import "time"
+
+func sleepMS(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }

@@ -21,7 +21,7 @@ var RuntimePackages = []string{"lcc", "record", "inject", "plans"}
 
 // RuntimeRequires are the modules the runtime imports besides the standard
 // library, as "path version" pairs matching go.mod.
-var RuntimeRequires = []string{}
+var RuntimeRequires = []string{"github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261"}
 
 // RuntimeFS holds the runtime packages' files. Only the non-test .go and .s
 // files directly in each RuntimePackages directory belong to the runtime;

@@ -1,0 +1,54 @@
+# wafl — make targets. `make demo` and `make test` are the two commands a
+# newcomer needs (see README.md).
+
+GO      ?= go
+BIN     := $(CURDIR)/bin
+WAFL    := $(BIN)/wafl
+EXAMPLES := $(CURDIR)/examples
+DEMO    ?= ./...
+BUG     ?=
+
+.PHONY: all build test test-full bench lint demo repro corpus eval clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(WAFL) ./cmd/wafl
+
+# The test command CI runs (.ci/run): vet, then every test under the race
+# detector. Slow corpus tests are skipped by -short; `make test-full` runs them.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -short -timeout 15m ./...
+
+test-full:
+	$(GO) test -race -timeout 60m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./lcc/... ./record/... ./inject/... ./instrument/...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Prepare and detect on the bundled example bugs and show the reports.
+demo: build
+	cd $(EXAMPLES) && $(WAFL) prepare $(DEMO)
+	cd $(EXAMPLES) && $(WAFL) detect $(DEMO); status=$$?; \
+	  if [ $$status -eq 2 ]; then exit 2; fi; \
+	  echo; echo "reports: $(EXAMPLES)/.wafl/reports/"
+
+# Reproduce one corpus bug: make repro BUG=<name>
+repro: build
+	@test -n "$(BUG)" || { echo "usage: make repro BUG=<name> (see examples/)"; exit 2; }
+	WAFL=$(WAFL) ./scripts/repro.sh $(BUG)
+
+corpus: build
+	WAFL=$(WAFL) ./scripts/corpus.sh
+
+eval: build
+	WAFL=$(WAFL) ./scripts/eval.sh
+
+clean:
+	rm -rf $(BIN) $(EXAMPLES)/.wafl

@@ -1,0 +1,102 @@
+package trace
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/memorder/wafl/record"
+)
+
+// convertRows is the number of events per Arrow record batch written by
+// Convert.
+const convertRows = 1 << 16
+
+// Convert converts the recorder's raw spill file at rawPath into an Arrow
+// trace at outPath and returns the number of events written. Rows keep the
+// spill file's order: each goroutine's events in program order, fork rows
+// written by the child when it adopts; rows are not sorted by time across
+// goroutines. A truncated or corrupt spill file is converted up to its last
+// good batch, the trace is closed properly, and the error (wrapping
+// ErrTruncated or record.ErrCorrupt) is returned with the count.
+func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
+	in, err := os.Open(rawPath)
+	if err != nil {
+		return 0, fmt.Errorf("opening spill file: %w", err)
+	}
+	defer in.Close()
+	rr, err := record.NewRawReader(bufio.NewReaderSize(in, 1<<20), rawPath)
+	if err != nil && !errors.Is(err, ErrTruncated) {
+		return 0, err
+	}
+	headerErr := err
+	w, err := Create(outPath, meta)
+	if err != nil {
+		return 0, err
+	}
+	b := &Batch{
+		Time:  make([]int64, 0, convertRows),
+		G:     make([]uint64, 0, convertRows),
+		Clock: make([]uint32, 0, convertRows),
+		Site:  make([]uint32, 0, convertRows),
+		Obj:   make([]uint64, 0, convertRows),
+		Op:    make([]uint8, 0, convertRows),
+	}
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := w.Write(b); err != nil {
+			return err
+		}
+		events += int64(b.Len())
+		b.Reset()
+		return nil
+	}
+	var readErr error
+	if headerErr != nil {
+		readErr = headerErr
+	} else {
+		for rr.Next() {
+			p := rr.Payload()
+			for len(p) > 0 {
+				room := convertRows - b.Len()
+				k := min(room, len(p)/record.RawRecordSize)
+				decodeInto(b, p[:k*record.RawRecordSize])
+				p = p[k*record.RawRecordSize:]
+				if b.Len() == convertRows {
+					if err := flush(); err != nil {
+						w.Close()
+						return events, err
+					}
+				}
+			}
+		}
+		readErr = rr.Err()
+	}
+	if err := flush(); err != nil {
+		w.Close()
+		return events, err
+	}
+	if err := w.Close(); err != nil {
+		return events, err
+	}
+	if readErr != nil {
+		return events, fmt.Errorf("converted %d events to %s, then: %w", events, outPath, readErr)
+	}
+	return events, nil
+}
+
+// decodeInto appends the raw records in p to b's columns.
+func decodeInto(b *Batch, p []byte) {
+	n := len(p) / record.RawRecordSize
+	base := b.Len()
+	b.Time, b.G, b.Clock = b.Time[:base+n], b.G[:base+n], b.Clock[:base+n]
+	b.Site, b.Obj, b.Op = b.Site[:base+n], b.Obj[:base+n], b.Op[:base+n]
+	t, g, c, s, o, op := b.Time[base:], b.G[base:], b.Clock[base:], b.Site[base:], b.Obj[base:], b.Op[base:]
+	for i := range n {
+		e := record.DecodeRawEvent(p[i*record.RawRecordSize:])
+		t[i], g[i], c[i], s[i], o[i], op[i] = e.Time, e.G, e.Clock, e.Site, e.Obj, uint8(e.Op)
+	}
+}

@@ -1,0 +1,310 @@
+package trace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// msgReader is an ipc.MessageReader that reads the IPC stream framing
+// itself, so that it can tell a clean end (the end-of-stream marker) from a
+// cut, and can check every length in a message against the bytes that are
+// actually there before Arrow allocates anything for it.
+type msgReader struct {
+	r       io.Reader
+	off     int64
+	msg     *ipc.Message
+	sawEOS  bool
+	atStart bool // nothing read yet
+	n       int  // messages read
+}
+
+const (
+	contToken   = 0xFFFFFFFF
+	maxMetaLen  = 64 << 20
+	maxBodyLen  = 1 << 36
+	readChunk   = 1 << 20
+	hdrSchema   = 1 // flatbuf.MessageHeader values
+	hdrRecBatch = 3
+)
+
+var errEOS = io.EOF
+
+// widths are the byte widths of the columns, in schema order.
+var widths = [...]int{8, 8, 4, 4, 8, 1}
+
+func (m *msgReader) truncated(what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("stream cut inside %s at offset %d: %w", what, m.off, ErrTruncated)
+	}
+	return fmt.Errorf("reading %s at offset %d: %w", what, m.off, err)
+}
+
+// Message implements ipc.MessageReader.
+func (m *msgReader) Message() (*ipc.Message, error) {
+	if m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+	if m.sawEOS {
+		return nil, errEOS
+	}
+	var b [4]byte
+	n, err := io.ReadFull(m.r, b[:])
+	if err != nil {
+		if n == 0 && err == io.EOF {
+			// End of input without the end-of-stream marker: the writer
+			// did not finish. Report it as a cut, after the batches read.
+			return nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, ErrTruncated)
+		}
+		return nil, m.truncated("a message header", err)
+	}
+	length := binary.LittleEndian.Uint32(b[:])
+	hdr := int64(4)
+	if length == contToken {
+		if _, err := io.ReadFull(m.r, b[:]); err != nil {
+			return nil, m.truncated("a message header", err)
+		}
+		length = binary.LittleEndian.Uint32(b[:])
+		hdr = 8
+	}
+	if length == 0 {
+		m.sawEOS = true
+		m.off += hdr
+		return nil, errEOS
+	}
+	if length > maxMetaLen {
+		return nil, fmt.Errorf("message at offset %d claims %d bytes of metadata: corrupt", m.off, length)
+	}
+	meta := make([]byte, length)
+	if _, err := io.ReadFull(m.r, meta); err != nil {
+		return nil, m.truncated("message metadata", err)
+	}
+	bodyLen, err := checkMessage(meta)
+	if err != nil {
+		return nil, fmt.Errorf("message at offset %d: %v", m.off, err)
+	}
+	body, err := readBody(m.r, bodyLen)
+	if err != nil {
+		return nil, m.truncated("a message body", err)
+	}
+	m.off += hdr + int64(length) + bodyLen
+	m.n++
+	mb, bb := memory.NewBufferBytes(meta), memory.NewBufferBytes(body)
+	m.msg = ipc.NewMessage(mb, bb)
+	mb.Release()
+	bb.Release()
+	return m.msg, nil
+}
+
+// readBody reads n bytes, growing the buffer as data arrives so that a
+// cut stream claiming a huge body costs only what is there.
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	if n == 0 {
+		return []byte{}, nil
+	}
+	buf := make([]byte, 0, min(n, readChunk))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(n, int64(cap(buf))*2))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+func (m *msgReader) Retain() {}
+
+func (m *msgReader) Release() {
+	if m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+}
+
+// fb is a bounds-checked view of a flatbuffer, enough to validate the
+// Arrow Message and RecordBatch tables (format/Message.fbs) before Arrow's
+// own, unchecked, accessors see them.
+type fb []byte
+
+func (b fb) u16(off int) (int, bool) {
+	if off < 0 || off+2 > len(b) {
+		return 0, false
+	}
+	return int(binary.LittleEndian.Uint16(b[off:])), true
+}
+
+func (b fb) u32(off int) (uint32, bool) {
+	if off < 0 || off+4 > len(b) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b[off:]), true
+}
+
+func (b fb) i64(off int) (int64, bool) {
+	if off < 0 || off+8 > len(b) {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(b[off:])), true
+}
+
+// field returns the absolute offset of field i of the table at t, 0 if
+// the field is absent, or -1 if the table is malformed.
+func (b fb) field(t, i int) int {
+	so, ok := b.u32(t)
+	if !ok {
+		return -1
+	}
+	vt := t - int(int32(so))
+	vsize, ok := b.u16(vt)
+	if !ok || vsize < 4 || vt+vsize > len(b) {
+		return -1
+	}
+	if 4+2*i+2 > vsize {
+		return 0
+	}
+	fo, _ := b.u16(vt + 4 + 2*i)
+	if fo == 0 {
+		return 0
+	}
+	return t + fo
+}
+
+// deref follows the uoffset at off.
+func (b fb) deref(off int) (int, bool) {
+	u, ok := b.u32(off)
+	if !ok || int64(off)+int64(u) >= int64(len(b)) {
+		return 0, false
+	}
+	return off + int(u), true
+}
+
+// checkMessage validates an IPC message's metadata and returns its body
+// length. Only the schema and record batch messages a trace contains are
+// accepted; every buffer of a record batch must lie inside the body.
+func checkMessage(meta []byte) (int64, error) {
+	b := fb(meta)
+	root, ok := b.deref(0)
+	if !ok {
+		return 0, errors.New("corrupt metadata (root)")
+	}
+	field := func(t, i int) (int, error) {
+		f := b.field(t, i)
+		if f < 0 {
+			return 0, errors.New("corrupt metadata (vtable)")
+		}
+		return f, nil
+	}
+	var bodyLen int64
+	f, err := field(root, 3)
+	if err != nil {
+		return 0, err
+	}
+	if f > 0 {
+		if bodyLen, ok = b.i64(f); !ok || bodyLen < 0 || bodyLen > maxBodyLen {
+			return 0, fmt.Errorf("corrupt metadata (body length %d)", bodyLen)
+		}
+	}
+	f, err = field(root, 1)
+	if err != nil {
+		return 0, err
+	}
+	htype := 0
+	if f > 0 {
+		if f >= len(b) {
+			return 0, errors.New("corrupt metadata (header type)")
+		}
+		htype = int(b[f])
+	}
+	f, err = field(root, 2)
+	if err != nil {
+		return 0, err
+	}
+	if f == 0 {
+		return 0, errors.New("message has no header")
+	}
+	hdr, ok := b.deref(f)
+	if !ok {
+		return 0, errors.New("corrupt metadata (header)")
+	}
+	if _, ok := b.u32(hdr); !ok {
+		return 0, errors.New("corrupt metadata (header)")
+	}
+	switch htype {
+	case hdrSchema:
+		return bodyLen, nil
+	case hdrRecBatch:
+	default:
+		return 0, fmt.Errorf("unexpected message type %d in a wafl trace", htype)
+	}
+	// RecordBatch: 0 length, 1 nodes, 2 buffers, 3 compression.
+	if f, err = field(hdr, 3); err != nil {
+		return 0, err
+	} else if f > 0 {
+		return 0, errors.New("compressed record batches are not supported in wafl traces")
+	}
+	rows := int64(0)
+	if f, err = field(hdr, 0); err != nil {
+		return 0, err
+	} else if f > 0 {
+		if rows, ok = b.i64(f); !ok || rows < 0 || rows > bodyLen {
+			return 0, fmt.Errorf("corrupt record batch (length %d)", rows)
+		}
+	}
+	vec := func(i int) (start, n int, err error) {
+		f, err := field(hdr, i)
+		if err != nil || f == 0 {
+			return 0, 0, err
+		}
+		v, ok := b.deref(f)
+		if !ok {
+			return 0, 0, errors.New("corrupt record batch (vector)")
+		}
+		cnt, ok := b.u32(v)
+		if !ok || int64(v)+4+int64(cnt)*16 > int64(len(b)) {
+			return 0, 0, errors.New("corrupt record batch (vector length)")
+		}
+		return v + 4, int(cnt), nil
+	}
+	ns, nn, err := vec(1)
+	if err != nil {
+		return 0, err
+	}
+	for i := range nn {
+		l, _ := b.i64(ns + 16*i)
+		nulls, _ := b.i64(ns + 16*i + 8)
+		if l != rows || nulls != 0 {
+			return 0, fmt.Errorf("corrupt record batch (column %d: %d rows, %d nulls; want %d rows, no nulls)", i, l, nulls, rows)
+		}
+	}
+	bs, bn, err := vec(2)
+	if err != nil {
+		return 0, err
+	}
+	for i := range bn {
+		o, _ := b.i64(bs + 16*i)
+		l, _ := b.i64(bs + 16*i + 8)
+		if o < 0 || l < 0 || o > bodyLen || l > bodyLen-o {
+			return 0, fmt.Errorf("corrupt record batch (buffer %d at %d+%d outside a body of %d bytes)", i, o, l, bodyLen)
+		}
+	}
+	if nn != len(fields) || bn != 2*len(fields) {
+		return 0, fmt.Errorf("record batch has %d columns and %d buffers, want %d and %d", nn, bn, len(fields), 2*len(fields))
+	}
+	for i, w := range widths {
+		if l, _ := b.i64(bs + 16*(2*i+1) + 8); l/int64(w) < rows {
+			return 0, fmt.Errorf("corrupt record batch (column %d: %d bytes for %d rows)", i, l, rows)
+		}
+	}
+	return bodyLen, nil
+}

@@ -18,73 +18,108 @@ import (
 // delay location (Figure 4.2a) it interferes with ℓ1, and another dynamic
 // instance of ℓ1 in g2 (Figure 4.2b) interferes with ℓ1.
 
-// segIndex answers "which ℓ1 windows of this goroutine contain time t"
-// with one binary search: the windows are cut into elementary segments
-// [points[k], points[k+1]) that carry the list of ℓ1 covering them.
-type segIndex struct {
-	points   []int64
-	start    []uint32 // labels of segment k: labels[start[k]:start[k+1]]
-	labels   []int32  // location indexes in the plan
-	lastSite []int32  // per segment: the last site index marked (memo)
-	lastSeg  int
+// winIndex holds the windows of one goroutine and finds, for an event of
+// a candidate site ℓ* at time t, the ℓ1 of every window containing t.
+//
+// Events mostly arrive in time order per goroutine, so each site keeps a
+// sweep position: having handled an event at t0, every window containing
+// t0 is marked, and an event at t ≥ t0 only needs the windows starting in
+// (t0, t] — each window is visited once per site and sweep. An event
+// earlier than t0 (the trace is not sorted) is answered by a stabbing
+// query over a second copy of the windows cut into pieces of at most 2δ:
+// sorted by start with the prefix maximum of their ends, the query walks
+// back from the last piece starting at or before t and stops at the first
+// piece no earlier piece reaches past.
+type winIndex struct {
+	// whole merged windows, sorted by start
+	lo, hi []int64
+	label  []int32 // location index of the window's ℓ1
+	// pieces of at most 2δ, sorted by start
+	plo, phi, pmax []int64 // pmax[i] = max(phi[:i+1])
+	plabel         []int32
+	// per candidate site index: the sweep (allocated at the first event)
+	sweep []sweep
+}
+
+type sweep struct {
+	t0  int64
+	k   int32 // first window with lo > t0
+	run bool  // t0 is valid
+}
+
+func sortLabeled(ws []labeled) {
+	slices.SortFunc(ws, func(x, y labeled) int {
+		switch {
+		case x.lo < y.lo:
+			return -1
+		case x.lo > y.lo:
+			return 1
+		}
+		return 0
+	})
+}
+
+func buildWinIndex(ws []labeled, piece int64) *winIndex {
+	sortLabeled(ws)
+	x := &winIndex{lo: make([]int64, len(ws)), hi: make([]int64, len(ws)), label: make([]int32, len(ws))}
+	var ps []labeled
+	for i, w := range ws {
+		x.lo[i], x.hi[i], x.label[i] = w.lo, w.hi, w.label
+		for w.hi-w.lo >= piece && w.lo <= math.MaxInt64-piece {
+			ps = append(ps, labeled{w.lo, w.lo + piece - 1, w.label})
+			w.lo += piece
+		}
+		ps = append(ps, w)
+	}
+	sortLabeled(ps)
+	x.plo, x.phi, x.pmax, x.plabel = make([]int64, len(ps)), make([]int64, len(ps)), make([]int64, len(ps)), make([]int32, len(ps))
+	m := int64(math.MinInt64)
+	for i, w := range ps {
+		x.plo[i], x.phi[i], x.plabel[i] = w.lo, w.hi, w.label
+		m = max(m, w.hi)
+		x.pmax[i] = m
+	}
+	return x
+}
+
+// event marks ℓ* (location index ls) as interfering with the ℓ1 of every
+// window of this goroutine containing t.
+func (x *winIndex) event(t int64, m *marks, ls int32) {
+	sw := &x.sweep[ls]
+	if sw.run && t < sw.t0 {
+		x.stab(t, m, ls)
+		return
+	}
+	k := int(sw.k)
+	if !sw.run {
+		k = sort.Search(len(x.lo), func(i int) bool { return x.lo[i] > t })
+		// windows starting at or before t: a stabbing query
+		x.stab(t, m, ls)
+	} else {
+		row := m.row(ls)
+		for ; k < len(x.lo) && x.lo[k] <= t; k++ {
+			if x.hi[k] >= t {
+				m.mark(row, x.label[k], ls)
+			}
+		}
+	}
+	*sw = sweep{t0: t, k: int32(k), run: true}
+}
+
+// stab marks the ℓ1 of every piece containing t.
+func (x *winIndex) stab(t int64, m *marks, ls int32) {
+	row := m.row(ls)
+	k := sort.Search(len(x.plo), func(i int) bool { return x.plo[i] > t })
+	for i := k - 1; i >= 0 && x.pmax[i] >= t; i-- {
+		if x.phi[i] >= t {
+			m.mark(row, x.plabel[i], ls)
+		}
+	}
 }
 
 type labeled struct {
-	lo, end int64 // half-open [lo, end)
-	label   int32
-}
-
-func buildSegIndex(ivs []labeled) *segIndex {
-	points := make([]int64, 0, 2*len(ivs))
-	for _, iv := range ivs {
-		points = append(points, iv.lo, iv.end)
-	}
-	slices.Sort(points)
-	points = slices.Compact(points)
-	nseg := len(points) - 1
-	cnt := make([]uint32, nseg+1)
-	pos := func(t int64) int {
-		k, _ := slices.BinarySearch(points, t)
-		return k
-	}
-	type span struct{ a, b int }
-	spans := make([]span, len(ivs))
-	for i, iv := range ivs {
-		a, b := pos(iv.lo), pos(iv.end)
-		spans[i] = span{a, b}
-		for k := a; k < b; k++ {
-			cnt[k+1]++
-		}
-	}
-	for k := 1; k <= nseg; k++ {
-		cnt[k] += cnt[k-1]
-	}
-	labels := make([]int32, cnt[nseg])
-	fill := slices.Clone(cnt[:nseg])
-	for i, iv := range ivs {
-		for k := spans[i].a; k < spans[i].b; k++ {
-			labels[fill[k]] = iv.label
-			fill[k]++
-		}
-	}
-	last := make([]int32, nseg)
-	for k := range last {
-		last[k] = -1
-	}
-	return &segIndex{points: points, start: cnt, labels: labels, lastSite: last, lastSeg: -1}
-}
-
-// segment returns the segment containing t, or -1.
-func (x *segIndex) segment(t int64) int {
-	if k := x.lastSeg; k >= 0 && x.points[k] <= t && t < x.points[k+1] {
-		return k
-	}
-	k := sort.Search(len(x.points), func(i int) bool { return x.points[i] > t }) - 1
-	if k < 0 || k >= len(x.points)-1 {
-		return -1
-	}
-	x.lastSeg = k
-	return k
+	lo, hi int64 // closed [lo, hi]
+	label  int32
 }
 
 // siteSet maps the sites of S to their location index.
@@ -120,54 +155,66 @@ func (s *siteSet) index(site uint32) int32 {
 	return s.m[site] - 1
 }
 
-// marks is the set of (ℓ1, ℓ*) interference entries, as a bit matrix
-// when S is small and a hash set otherwise.
+// marks is the set of (ℓ1, ℓ*) interference entries. When S is small
+// enough (≤ 16384 locations, at most 32 MiB) it is a bit matrix with one
+// row per ℓ*, so that marking every ℓ1 window around one event of ℓ* touches
+// a single row; beyond that it is a hash set.
 type marks struct {
 	n    int
-	bits [][]uint64
+	rows [][]uint64 // rows[ℓ*] has bit ℓ1
 	set  map[uint64]struct{}
 }
 
 func newMarks(n int) *marks {
-	if n <= 4096 {
-		return &marks{n: n, bits: make([][]uint64, n)}
+	if n <= 16384 {
+		return &marks{n: n, rows: make([][]uint64, n)}
 	}
 	return &marks{n: n, set: make(map[uint64]struct{})}
 }
 
-func (m *marks) add(l1, ls int32) {
-	if m.bits != nil {
-		row := m.bits[l1]
-		if row == nil {
-			row = make([]uint64, (m.n+63)/64)
-			m.bits[l1] = row
-		}
-		row[ls>>6] |= 1 << (ls & 63)
+// row returns the bit row of ℓ*, or nil in hash-set mode.
+func (m *marks) row(ls int32) []uint64 {
+	if m.rows == nil {
+		return nil
+	}
+	r := m.rows[ls]
+	if r == nil {
+		r = make([]uint64, (m.n+63)/64)
+		m.rows[ls] = r
+	}
+	return r
+}
+
+// mark adds (ℓ1, ℓ*); row is m.row(ls).
+func (m *marks) mark(row []uint64, l1, ls int32) {
+	if row != nil {
+		row[l1>>6] |= 1 << (l1 & 63)
 		return
 	}
 	m.set[uint64(l1)<<32|uint64(uint32(ls))] = struct{}{}
 }
 
-// each calls fn for every entry, in (l1, ls) order.
-func (m *marks) each(fn func(l1, ls int32)) {
-	if m.bits != nil {
-		for l1, row := range m.bits {
+// entries returns, for every ℓ1, its ℓ* in increasing order.
+func (m *marks) entries() [][]int32 {
+	out := make([][]int32, m.n)
+	if m.rows != nil {
+		for ls, row := range m.rows {
 			for w, word := range row {
 				for ; word != 0; word &= word - 1 {
-					fn(int32(l1), int32(w*64+bits.TrailingZeros64(word)))
+					l1 := w*64 + bits.TrailingZeros64(word)
+					out[l1] = append(out[l1], int32(ls))
 				}
 			}
 		}
-		return
+		return out
 	}
-	keys := make([]uint64, 0, len(m.set))
 	for k := range m.set {
-		keys = append(keys, k)
+		out[k>>32] = append(out[k>>32], int32(uint32(k)))
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fn(int32(k>>32), int32(uint32(k)))
+	for _, v := range out {
+		slices.Sort(v)
 	}
+	return out
 }
 
 // pass3 computes the interference sets of the plan's locations.
@@ -189,11 +236,7 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 		})
 		cur := all[0]
 		emit := func(iv interval) {
-			end := iv.hi + 1
-			if iv.hi == math.MaxInt64 {
-				end = iv.hi // saturate: the last nanosecond of time is lost
-			}
-			perG[k.g] = append(perG[k.g], labeled{iv.lo, end, label})
+			perG[k.g] = append(perG[k.g], labeled{iv.lo, iv.hi, label})
 		}
 		for _, iv := range all[1:] {
 			if iv.lo <= cur.hi {
@@ -206,14 +249,14 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 		emit(cur)
 	}
 	a.ivs = nil
-	idx := make(map[uint64]*segIndex, len(perG))
-	for g, ivs := range perG {
-		idx[g] = buildSegIndex(ivs)
+	idx := make(map[uint64]*winIndex, len(perG))
+	for g, ws := range perG {
+		idx[g] = buildWinIndex(ws, 2*a.delta)
 	}
 	perG = nil
 	m := newMarks(len(plan.Locations))
 	var lastG uint64
-	var lastX *segIndex
+	var lastX *winIndex
 	haveLast := false
 	_, err := a.scan("pass 3 (interference)", func(c *Columns) {
 		n := c.Len()
@@ -233,22 +276,20 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 			if x == nil {
 				continue
 			}
-			k := x.segment(c.Time[i])
-			if k < 0 || x.lastSite[k] == ls {
-				continue
+			if x.sweep == nil {
+				x.sweep = make([]sweep, len(plan.Locations))
 			}
-			x.lastSite[k] = ls
-			for _, l1 := range x.labels[x.start[k]:x.start[k+1]] {
-				m.add(l1, ls)
-			}
+			x.event(c.Time[i], m, ls)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	m.each(func(l1, ls int32) {
+	for l1, lss := range m.entries() {
 		l := &plan.Locations[l1]
-		l.Interference = append(l.Interference, plan.Locations[ls].Site)
-	})
+		for _, ls := range lss {
+			l.Interference = append(l.Interference, plan.Locations[ls].Site)
+		}
+	}
 	return nil
 }

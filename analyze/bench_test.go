@@ -1,0 +1,145 @@
+package analyze
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memorder/wafl/analyze/internal/synth"
+)
+
+// synthSource is a Source that generates a synthetic trace on the fly in
+// a producer goroutine (double-buffered), so a pass costs max(generation,
+// analysis) and needs no file.
+type synthSource struct {
+	ch   chan *synth.Batch
+	back chan *synth.Batch
+	cur  Columns
+	done chan struct{}
+	once sync.Once
+}
+
+func synthOpener(cfg synth.Config) Opener {
+	return func() (Source, error) {
+		s := &synthSource{ch: make(chan *synth.Batch), back: make(chan *synth.Batch, 2), done: make(chan struct{})}
+		s.back <- &synth.Batch{}
+		s.back <- &synth.Batch{}
+		go func() {
+			defer close(s.ch)
+			synth.Generate(cfg, func(b *synth.Batch) error {
+				var out *synth.Batch
+				select {
+				case out = <-s.back:
+				case <-s.done:
+					return context.Canceled
+				}
+				out.Time = append(out.Time[:0], b.Time...)
+				out.G = append(out.G[:0], b.G...)
+				out.Clock = append(out.Clock[:0], b.Clock...)
+				out.Site = append(out.Site[:0], b.Site...)
+				out.Obj = append(out.Obj[:0], b.Obj...)
+				out.Op = append(out.Op[:0], b.Op...)
+				select {
+				case s.ch <- out:
+					return nil
+				case <-s.done:
+					return context.Canceled
+				}
+			})
+		}()
+		return s, nil
+	}
+}
+
+func (s *synthSource) Meta() Meta { return Meta{Package: "synthetic", Test: "TestSynthetic"} }
+func (s *synthSource) Next() bool {
+	if s.cur.Time != nil {
+		s.back <- &synth.Batch{Time: s.cur.Time, G: s.cur.G, Clock: s.cur.Clock, Site: s.cur.Site, Obj: s.cur.Obj, Op: s.cur.Op}
+	}
+	b, ok := <-s.ch
+	if !ok {
+		s.cur = Columns{}
+		return false
+	}
+	s.cur = Columns{Time: b.Time, G: b.G, Clock: b.Clock, Site: b.Site, Obj: b.Obj, Op: b.Op}
+	return true
+}
+func (s *synthSource) Batch() *Columns { return &s.cur }
+func (s *synthSource) Err() error      { return nil }
+func (s *synthSource) Close() error {
+	s.once.Do(func() { close(s.done) })
+	for range s.ch {
+	}
+	return nil
+}
+
+// peakHeap samples the live heap until stop is closed and returns the
+// largest value seen.
+func peakHeap(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[1].Value.Uint64())
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+func benchAnalyze(b *testing.B, open Opener, events int, opts Options) {
+	b.ReportAllocs()
+	runtime.GC()
+	stop := make(chan struct{})
+	peak := peakHeap(stop)
+	var st *Stats
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var err error
+		_, st, err = Run(context.Background(), open, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mevents/s")
+	b.ReportMetric(float64(<-peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(st.Candidates), "candidates")
+	b.Logf("stats: %+v", *st)
+}
+
+// BenchmarkAnalyzeSynthetic analyzes a generated 5M-event trace without a
+// file; generation runs concurrently on a second core.
+func BenchmarkAnalyzeSynthetic(b *testing.B) {
+	cfg := synth.Config{Events: 5_000_000, Seed: 1}
+	benchAnalyze(b, synthOpener(cfg), cfg.Events, Options{})
+}
+
+// BenchmarkAnalyzeMemory analyzes a pre-generated 5M-event trace held in
+// memory: the analyzer's own cost, without generation or decoding.
+func BenchmarkAnalyzeMemory(b *testing.B) {
+	cfg := synth.Config{Events: 5_000_000, Seed: 1}
+	src := &SliceSource{M: Meta{Package: "synthetic", Test: "TestSynthetic"}}
+	synth.Generate(cfg, func(sb *synth.Batch) error {
+		src.Batches = append(src.Batches, Columns{
+			Time: slices.Clone(sb.Time), G: slices.Clone(sb.G), Clock: slices.Clone(sb.Clock),
+			Site: slices.Clone(sb.Site), Obj: slices.Clone(sb.Obj), Op: slices.Clone(sb.Op),
+		})
+		return nil
+	})
+	benchAnalyze(b, src.Opener(), cfg.Events, Options{})
+}

@@ -1,0 +1,249 @@
+// Package synth generates synthetic preparation-run traces with the shape
+// of real ones, for the analyzer's benchmarks: a root goroutine that
+// forks workers over time, many short-lived objects going through
+// init → uses → dispose in a sliding window, a few slow objects whose
+// lifetime exceeds the near-miss window, goroutines of unknown parent, and
+// hot objects that receive a large share of all uses. The output is a
+// deterministic function of the Config.
+package synth
+
+import (
+	"math/rand/v2"
+)
+
+// Config sizes a synthetic trace.
+type Config struct {
+	Events    int     // rows to emit, forks included
+	Seed      uint64  // PRNG seed
+	Workers   int     // goroutines the root forks (default 256)
+	Orphans   int     // goroutines with no known parent (default 16)
+	Classes   int     // object classes, 4 sites each (default 1500)
+	Window    int     // objects alive at once (default 4096)
+	Roles     int     // goroutine roles; a class is made by one role, used by another (default 32)
+	Hot       int     // hot objects (default 64)
+	HotShare  float64 // share of rows that are uses of hot objects (default 0.5)
+	SlowShare float64 // share of classes whose objects live longer than δ (default 0.05)
+	StepNs    int     // mean time between rows (default 200 ns)
+	BatchSize int     // rows per batch (default 64 Ki)
+}
+
+func (c *Config) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Workers, 256)
+	def(&c.Orphans, 16)
+	def(&c.Classes, 1500)
+	def(&c.Window, 4096)
+	def(&c.Roles, 32)
+	def(&c.Hot, 64)
+	def(&c.StepNs, 200)
+	def(&c.BatchSize, 64<<10)
+	if c.HotShare <= 0 {
+		c.HotShare = 0.5
+	}
+	if c.SlowShare <= 0 {
+		c.SlowShare = 0.05
+	}
+}
+
+// Batch is one batch of rows in column form.
+type Batch struct {
+	Time  []int64
+	G     []uint64
+	Clock []uint32
+	Site  []uint32
+	Obj   []uint64
+	Op    []uint8
+}
+
+// Ops as in record.Op.
+const (
+	OpInit    = 1
+	OpUse     = 2
+	OpDispose = 3
+	OpFork    = 4
+)
+
+const rootG = 1
+
+type slot struct {
+	obj   uint64
+	class int
+	owner uint64
+	clock uint32
+	uses  int
+	state uint8 // 0: not yet initialized, 1: in use, 2: disposing
+}
+
+// Generate emits the trace in batches; the Batch passed to emit is reused
+// after emit returns. It stops at the first error emit returns.
+func Generate(cfg Config, emit func(*Batch) error) error {
+	cfg.defaults()
+	r := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	b := &Batch{}
+	reset := func() {
+		b.Time, b.G, b.Clock, b.Site, b.Obj, b.Op = b.Time[:0], b.G[:0], b.Clock[:0], b.Site[:0], b.Obj[:0], b.Op[:0]
+	}
+	rows := 0
+	var t int64
+	put := func(g uint64, clock uint32, site uint32, obj uint64, op uint8) error {
+		b.Time = append(b.Time, t)
+		b.G = append(b.G, g)
+		b.Clock = append(b.Clock, clock)
+		b.Site = append(b.Site, site)
+		b.Obj = append(b.Obj, obj)
+		b.Op = append(b.Op, op)
+		rows++
+		if len(b.Time) == cfg.BatchSize {
+			if err := emit(b); err != nil {
+				return err
+			}
+			reset()
+		}
+		return nil
+	}
+	// Goroutines: root 1, workers 2.., orphans after them. Workers are
+	// forked one by one during the first tenth of the trace, so objects
+	// the root initializes early are fork-ordered with their users.
+	rootClock := uint32(1)
+	forked := 0
+	live := []uint64{rootG}
+	// byRole[r]: live goroutines of role r (the root has every role).
+	byRole := make([][]uint64, cfg.Roles)
+	for r := range byRole {
+		byRole[r] = []uint64{rootG}
+	}
+	orphanBase := uint64(2 + cfg.Workers)
+	for i := 0; i < cfg.Orphans; i++ {
+		g := orphanBase + uint64(i)
+		live = append(live, g)
+		byRole[i%cfg.Roles] = append(byRole[i%cfg.Roles], g)
+	}
+	pick := func(role int) uint64 {
+		gs := byRole[role]
+		if len(gs) > 1 && r.IntN(64) != 0 {
+			return gs[1+r.IntN(len(gs)-1)] // mostly a worker, rarely the root
+		}
+		return gs[r.IntN(len(gs))]
+	}
+	forkEvery := max(cfg.Events/10/max(cfg.Workers, 1), 1)
+	classSites := func(c int) (initS, use1, use2, disp uint32) {
+		base := uint32(1 + 4*c)
+		return base, base + 1, base + 2, base + 3
+	}
+	hotBase := uint32(1 + 4*cfg.Classes)
+	nextObj := uint64(0xc000000000)
+	newObj := func() uint64 { nextObj += 0x40; return nextObj }
+	// Hot objects: initialized by the root before any fork.
+	hot := make([]uint64, cfg.Hot)
+	for i := range hot {
+		hot[i] = newObj()
+		if err := put(rootG, rootClock, hotBase+uint32(i%8), hot[i], OpInit); err != nil {
+			return err
+		}
+	}
+	fill := func(s *slot) {
+		s.obj = newObj()
+		s.class = r.IntN(cfg.Classes)
+		s.owner = pick(s.class % cfg.Roles)
+		if s.owner == rootG {
+			s.clock = rootClock
+		} else {
+			s.clock = 1
+		}
+		s.uses = 1 + r.IntN(16)
+		s.state = 0
+	}
+	slots := make([]slot, cfg.Window)
+	for i := range slots {
+		fill(&slots[i])
+	}
+	slowClasses := int(float64(cfg.Classes) * cfg.SlowShare)
+	disposeAt := cfg.Events - 2*cfg.Hot
+	step := uint64(2*cfg.StepNs - 1)
+	for rows < cfg.Events {
+		t += 1 + int64(r.Uint64N(step))
+		if forked < cfg.Workers && rows >= (forked+1)*forkEvery {
+			forked++
+			child := uint64(1 + forked)
+			if err := put(rootG, rootClock, 0, child, OpFork); err != nil {
+				return err
+			}
+			rootClock++
+			live = append(live, child)
+			byRole[forked%cfg.Roles] = append(byRole[forked%cfg.Roles], child)
+			continue
+		}
+		if rows >= disposeAt {
+			// The end of the test: the root disposes the hot objects.
+			i := rows - disposeAt
+			if i < cfg.Hot {
+				if err := put(rootG, rootClock, hotBase+16+uint32(i%8), hot[i], OpDispose); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if r.Float64() < cfg.HotShare {
+			h := r.IntN(cfg.Hot)
+			g := live[r.IntN(len(live))]
+			c := uint32(1)
+			if g == rootG {
+				c = rootClock
+			}
+			if err := put(g, c, hotBase+8+uint32(h%8), hot[h], OpUse); err != nil {
+				return err
+			}
+			continue
+		}
+		s := &slots[r.IntN(len(slots))]
+		if s.class < slowClasses && r.IntN(64) != 0 {
+			// slow objects progress rarely: their gaps exceed δ
+			continue
+		}
+		initS, use1, use2, disp := classSites(s.class)
+		var err error
+		switch s.state {
+		case 0:
+			err = put(s.owner, s.clock, initS, s.obj, OpInit)
+			s.state = 1
+		case 1:
+			// used by the consumer role of the class, or by its maker
+			g := s.owner
+			if r.IntN(4) != 0 {
+				g = pick((s.class*7 + 3) % cfg.Roles)
+			}
+			c := uint32(1)
+			if g == rootG {
+				c = rootClock
+			}
+			site := use1
+			if r.IntN(2) == 0 {
+				site = use2
+			}
+			err = put(g, c, site, s.obj, OpUse)
+			if s.uses--; s.uses == 0 {
+				s.state = 2
+			}
+		case 2:
+			if s.class%3 != 0 { // a third of the classes are never disposed
+				c := s.clock
+				if s.owner == rootG {
+					c = rootClock
+				}
+				err = put(s.owner, c, disp, s.obj, OpDispose)
+			}
+			fill(s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(b.Time) > 0 {
+		return emit(b)
+	}
+	return nil
+}

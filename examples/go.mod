@@ -1,0 +1,3 @@
+module github.com/memorder/wafl/examples
+
+go 1.22

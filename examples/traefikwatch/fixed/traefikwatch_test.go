@@ -1,0 +1,20 @@
+package traefikwatch
+
+import (
+	"testing"
+	"time"
+)
+
+// The informers send their initial LIST right after WatchAll; the provider is
+// stopped after the configuration had 5 ms to settle.
+func TestProviderStop(t *testing.T) {
+	c := NewClient(map[string][]string{"secrets": {"default/basic-auth"}})
+	p := &Provider{}
+	p.Start(c)
+	time.Sleep(settle)
+	n := p.Reloads()
+	p.Stop()
+	if n > 1 {
+		t.Fatalf("reloads = %d, want at most 1", n)
+	}
+}

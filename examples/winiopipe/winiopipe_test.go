@@ -1,0 +1,16 @@
+package winiopipe
+
+import (
+	"testing"
+	"time"
+)
+
+// No client connects; the listener is closed 5 ms after Listen, while the
+// connect goroutine waits for a client.
+func TestCloseListenerWithoutClient(t *testing.T) {
+	l := Listen(make(chan struct{}))
+	time.Sleep(5 * time.Millisecond)
+	if err := l.Close(); err != ErrPipeListenerClosed {
+		t.Fatalf("Close returned %v, want %v", err, ErrPipeListenerClosed)
+	}
+}

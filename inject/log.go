@@ -150,7 +150,7 @@ func (e *engine) logSetup() {
 		bool("seed_set", e.cfg.seedSet).
 		str("plan", e.cfg.planPath).
 		int("locations", int64(len(e.locs))).
-		int("live", int64(live)).
+		int("live_locations", int64(live)).
 		str("ablate", e.cfg.ablate.String())
 	e.log.write(r)
 }

@@ -1,0 +1,177 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/plans"
+)
+
+// Attribution ties a MEMORDER panic to the delay that exposed it.
+type Attribution struct {
+	Kind  plans.Kind
+	Delay *Delay     // the injected delay at ℓ1
+	Pair  plans.Pair // the candidate pair it exposed
+	// Failing is the site the panicking goroutine was at and Frame the
+	// stack frame that matched it (file:line of the site table).
+	Failing uint32
+	Frame   Frame
+	// InProgress is set when the delay had not ended when the process
+	// crashed; SameGoroutine when the panicking goroutine is the delayed
+	// one.
+	InProgress    bool
+	SameGoroutine bool
+}
+
+// allowed reports whether a panic of kind k can come from a bug of kind b:
+// a use before init finds a zero slot (nil pointer, map, func or
+// channel); a use after dispose finds a nil slot or a closed channel.
+func allowed(b plans.Kind, k PanicKind) bool {
+	switch k {
+	case NilDeref, NilMap, CloseNil:
+		return true
+	case SendClosed, CloseClosed:
+		return b == plans.UseAfterDispose
+	}
+	return false
+}
+
+// siteIndex finds sites by file and line.
+type siteIndex struct {
+	byLine map[string][]uint32 // "file:line" → sites
+	tab    *sites.Table
+}
+
+func newSiteIndex(tab *sites.Table) *siteIndex {
+	ix := &siteIndex{byLine: map[string][]uint32{}, tab: tab}
+	if tab == nil {
+		return ix
+	}
+	for _, s := range tab.Sites {
+		k := fmt.Sprintf("%s:%d", filepath.Clean(s.File), s.Line)
+		ix.byLine[k] = append(ix.byLine[k], s.ID)
+	}
+	return ix
+}
+
+// lookup returns the sites on the frame's line. Absolute paths must match
+// exactly; a relative path (a -trimpath build) matches a site file that
+// ends with it.
+func (ix *siteIndex) lookup(f Frame) []uint32 {
+	if f.File == "" || f.Line == 0 {
+		return nil
+	}
+	if filepath.IsAbs(f.File) {
+		return ix.byLine[fmt.Sprintf("%s:%d", filepath.Clean(f.File), f.Line)]
+	}
+	var out []uint32
+	if ix.tab == nil {
+		return nil
+	}
+	suffix := "/" + filepath.ToSlash(f.File)
+	for _, s := range ix.tab.Sites {
+		if s.Line == f.Line && strings.HasSuffix(filepath.ToSlash(s.File), suffix) {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
+func contains(ids []uint32, id uint32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Attribute decides whether crash c is a MEMORDER bug exposed by a delay
+// the run log lg records (docs/report-format.md, "Attribution"). It walks
+// the panicking goroutine's frames outside the runtime, the testing
+// package and the wafl runtime, from the innermost; at the first frame
+// whose file:line holds sites of the site table that explain the panic:
+//
+//   - use-before-init: a delay injected at ℓ1 in another goroutine where
+//     (ℓ1 → ℓ2) is a use-before-init pair and ℓ2 is on that line;
+//     delays still in progress at the crash are preferred, then the most
+//     recent;
+//   - use-after-dispose: an ended delay at ℓ1, on that line, in the
+//     panicking goroutine itself, where ℓ1 has a use-after-dispose pair.
+//
+// The panic must be one a bug of that kind produces. When nothing
+// matches it returns nil and the reason, for the ordinary-failure report.
+func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution, string) {
+	if c == nil {
+		return nil, "no panic"
+	}
+	if !c.Kind.Memorder() {
+		return nil, fmt.Sprintf("panic %q is not a MEMORDER panic", c.Panic)
+	}
+	if lg == nil || len(lg.Delays) == 0 {
+		return nil, "no delay was injected in this run"
+	}
+	g := c.Panicking()
+	if g == nil {
+		return nil, "the traceback has no panicking goroutine"
+	}
+	ix := newSiteIndex(tab)
+	matchedSites := false
+	for _, f := range g.Frames {
+		if internalFrame(f) {
+			continue
+		}
+		ids := ix.lookup(f)
+		if len(ids) == 0 {
+			continue
+		}
+		matchedSites = true
+		if a := attributeAt(p, lg, c, g.ID, f, ids); a != nil {
+			return a, ""
+		}
+	}
+	where := fmt.Sprintf("%s:%d", c.Failing.File, c.Failing.Line)
+	if !matchedSites {
+		return nil, fmt.Sprintf("the panic at %s (goroutine %d) is at no instrumented site", where, g.ID)
+	}
+	return nil, fmt.Sprintf("the panic at %s (goroutine %d) matches no candidate pair whose delay was injected in this run", where, g.ID)
+}
+
+func attributeAt(p *plans.Plan, lg *Log, c *Crash, gid int64, f Frame, ids []uint32) *Attribution {
+	var best *Attribution
+	better := func(a *Attribution) bool {
+		if best == nil {
+			return true
+		}
+		if a.InProgress != best.InProgress {
+			return a.InProgress
+		}
+		return a.Delay.Start > best.Delay.Start
+	}
+	for _, d := range lg.Delays {
+		loc := p.Location(d.Site)
+		if loc == nil {
+			continue
+		}
+		same := d.G == uint64(gid)
+		for _, pr := range loc.Pairs {
+			var a *Attribution
+			switch pr.Kind {
+			case plans.UseBeforeInit:
+				if !same && contains(ids, pr.Second) && allowed(pr.Kind, c.Kind) {
+					a = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: pr.Second, Frame: f, InProgress: !d.Ended}
+				}
+			case plans.UseAfterDispose:
+				if same && d.Ended && contains(ids, d.Site) && allowed(pr.Kind, c.Kind) {
+					a = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: d.Site, Frame: f, SameGoroutine: true}
+				}
+			}
+			if a != nil && better(a) {
+				best = a
+			}
+		}
+	}
+	return best
+}

@@ -1,0 +1,278 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/plans"
+)
+
+// FormatVersion is the version of the bug report JSON format.
+const FormatVersion = 1
+
+// Report is a bug report file: {"version":1,"bugs":[...]}.
+type Report struct {
+	Version int    `json:"version"`
+	Bugs    []*Bug `json:"bugs"`
+}
+
+// Bug is one MEMORDER bug as reported to a person or a tool.
+type Bug struct {
+	Kind    plans.Kind `json:"kind"`
+	Panic   string     `json:"panic"` // the Go panic message
+	Package string     `json:"package"`
+	Test    string     `json:"test"`
+	// Delayed is ℓ1, where the delay was injected; Failing the site the
+	// panicking goroutine was at.
+	Delayed Location `json:"delayed"`
+	Failing Location `json:"failing"`
+	// Partner is ℓ2 of the pair for a use-after-dispose bug (the
+	// dispose); for use-before-init it is the failing site.
+	Partner *Location `json:"partner,omitempty"`
+	Delay   DelayInfo `json:"delay"`
+	// PanickingGoroutine is the goroutine that panicked.
+	PanickingGoroutine int64 `json:"panicking_goroutine"`
+	// Run is the detection run that exposed the bug and Runs how many
+	// detection runs of the test it took (runs recorded in the plan).
+	Run       int       `json:"run"`
+	Runs      int       `json:"runs"`
+	Seed      uint64    `json:"seed"`
+	Reproduce Reproduce `json:"reproduce"`
+	// Goroutines are all goroutines of the crash, panicking one first;
+	// Stacks is the crash text as Go printed it.
+	Goroutines []Goroutine `json:"goroutines"`
+	Stacks     string      `json:"stacks"`
+}
+
+// Location is a site of the site table.
+type Location struct {
+	Site uint32 `json:"site"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col,omitempty"`
+	Op   string `json:"op,omitempty"`   // site kind: "store", "use", "close", ...
+	Expr string `json:"expr,omitempty"` // slot expression
+	Func string `json:"func,omitempty"` // enclosing function
+	// Frame is the stack frame's function, for the failing site.
+	Frame string `json:"frame,omitempty"`
+}
+
+// DelayInfo describes the delay that exposed the bug.
+type DelayInfo struct {
+	Ns         int64  `json:"ns"`                  // planned length
+	ActualNs   int64  `json:"actual_ns,omitempty"` // measured, when it ended
+	Goroutine  uint64 `json:"goroutine"`           // the delayed goroutine
+	Object     uint64 `json:"object"`              // object (slot address) of the delayed access
+	Instance   uint64 `json:"instance"`            // dynamic instance of ℓ1
+	InProgress bool   `json:"in_progress"`         // not ended when the process crashed
+}
+
+// Reproduce says how to repeat the run.
+type Reproduce struct {
+	Wafl    string   `json:"wafl"`    // wafl command line
+	Command []string `json:"command"` // the test binary and its arguments
+	Env     []string `json:"env"`     // environment for Command
+}
+
+// Shell returns Env and Command as one shell command line.
+func (r Reproduce) Shell() string {
+	var parts []string
+	for _, e := range r.Env {
+		k, v, _ := strings.Cut(e, "=")
+		parts = append(parts, k+"="+shellQuote(v))
+	}
+	for _, a := range r.Command {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func siteLocation(tab *sites.Table, id uint32) Location {
+	loc := Location{Site: id}
+	if tab != nil {
+		if s, ok := tab.Lookup(id); ok {
+			loc.File, loc.Line, loc.Col = s.File, s.Line, s.Col
+			loc.Op, loc.Expr, loc.Func = s.Kind, s.Expr, s.Func
+		}
+	}
+	return loc
+}
+
+func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
+	b := &Bug{
+		Kind:               a.Kind,
+		Panic:              c.Panic,
+		Package:            in.Package,
+		Test:               in.Test,
+		Delayed:            siteLocation(in.Sites, a.Delay.Site),
+		Failing:            siteLocation(in.Sites, a.Failing),
+		PanickingGoroutine: c.Goroutine,
+		Run:                in.Run,
+		Runs:               len(in.Plan.Runs) + 1,
+		Seed:               in.Seed,
+		Goroutines:         c.Goroutines,
+		Stacks:             c.Text,
+		Delay: DelayInfo{
+			Ns: a.Delay.Ns, ActualNs: a.Delay.Actual, Goroutine: a.Delay.G,
+			Object: a.Delay.Obj, Instance: a.Delay.N, InProgress: !a.Delay.Ended,
+		},
+	}
+	b.Failing.Frame = a.Frame.Func
+	if b.Failing.File == "" {
+		b.Failing.File, b.Failing.Line = a.Frame.File, a.Frame.Line
+	}
+	if a.Kind == plans.UseAfterDispose {
+		p := siteLocation(in.Sites, a.Pair.Second)
+		b.Partner = &p
+	}
+	b.Reproduce = Reproduce{Wafl: in.Reproduce, Command: append([]string{in.Binary}, in.Args...), Env: in.Env}
+	if b.Reproduce.Wafl == "" {
+		b.Reproduce.Wafl = fmt.Sprintf("wafl detect --run %s --seed %d %s",
+			shellQuote("^"+in.Test+"$"), in.Seed, in.Package)
+	}
+	return b
+}
+
+// WriteJSON writes bugs as a report file body.
+func WriteJSON(w io.Writer, bugs []*Bug) error {
+	if bugs == nil {
+		bugs = []*Bug{}
+	}
+	data, err := json.MarshalIndent(Report{Version: FormatVersion, Bugs: bugs}, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// ReadJSON reads a report file.
+func ReadJSON(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bug report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("bug report %s: %v", path, err)
+	}
+	if r.Version != FormatVersion {
+		return nil, fmt.Errorf("bug report %s: format version %d, this wafl reads version %d", path, r.Version, FormatVersion)
+	}
+	for i, b := range r.Bugs {
+		if b == nil {
+			return nil, fmt.Errorf("bug report %s: bug %d is null", path, i)
+		}
+		if b.Kind != plans.UseBeforeInit && b.Kind != plans.UseAfterDispose {
+			return nil, fmt.Errorf("bug report %s: bug %d: unknown kind %q", path, i, b.Kind)
+		}
+	}
+	return &r, nil
+}
+
+// errWriter remembers the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func (l Location) String() string {
+	s := fmt.Sprintf("%s:%d", l.File, l.Line)
+	if l.Col > 0 {
+		s += fmt.Sprintf(":%d", l.Col)
+	}
+	var what []string
+	if l.Expr != "" {
+		what = append(what, l.Expr)
+	}
+	if l.Op != "" {
+		what = append(what, "("+l.Op+")")
+	}
+	if l.Func != "" {
+		what = append(what, "in "+l.Func)
+	}
+	if len(what) > 0 {
+		s += "  " + strings.Join(what, " ")
+	}
+	return s
+}
+
+// WriteText writes bugs for a person: one block per bug with the kind,
+// the panic, the delayed and failing sites, how to reproduce it and the
+// panicking goroutine's stack (all stacks with allStacks).
+func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
+	ew := &errWriter{w: w}
+	for i, b := range bugs {
+		if i > 0 {
+			ew.printf("\n")
+		}
+		ew.printf("%s in %s %s (run %d, seed %d)\n", strings.ToUpper(string(b.Kind)), b.Package, b.Test, b.Run, b.Seed)
+		ew.printf("  panic:     %s\n", b.Panic)
+		state := "ended"
+		if b.Delay.InProgress {
+			state = "in progress at the crash"
+		}
+		ew.printf("  delayed:   %s\n", b.Delayed)
+		ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		ew.printf("  failing:   %s\n", b.Failing)
+		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
+		if b.Partner != nil {
+			ew.printf("  disposed:  %s\n", *b.Partner)
+		}
+		ew.printf("  reproduce: %s\n", b.Reproduce.Wafl)
+		if len(b.Reproduce.Command) > 0 && b.Reproduce.Command[0] != "" {
+			ew.printf("             %s\n", b.Reproduce.Shell())
+		}
+		ew.printf("\n")
+		for _, line := range stackLines(b, allStacks) {
+			ew.printf("  %s\n", line)
+		}
+	}
+	return ew.err
+}
+
+func fmtNs(ns int64) string {
+	const ms = 1e6
+	if ns%ms == 0 {
+		return fmt.Sprintf("%dms", ns/ms)
+	}
+	return fmt.Sprintf("%.3gms", float64(ns)/ms)
+}
+
+// stackLines returns the crash text, only up to the end of the first
+// goroutine's block unless all is set.
+func stackLines(b *Bug, all bool) []string {
+	lines := strings.Split(strings.TrimRight(b.Stacks, "\n"), "\n")
+	if all {
+		return lines
+	}
+	seen := 0
+	for i, l := range lines {
+		if goroutineRE.MatchString(l) {
+			seen++
+			if seen == 2 {
+				return lines[:max(i-1, 0)]
+			}
+		}
+	}
+	return lines
+}

@@ -1,0 +1,236 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memorder/wafl/inject"
+)
+
+// Log is a detection run's log (WAFL_LOG) as written by package inject.
+type Log struct {
+	Setup  *Setup   // nil when the log is empty or missing
+	Delays []*Delay // in start order
+	Skips  []Skip   // at most 10000 per run; Finish has the exact totals
+	Prunes []Prune  // pairs pruned by happens-before inference
+	Locs   []LocEnd // per-location state at Finish
+	Finish *Finish  // nil when the process died before Finish
+	// Missing is set when the log file did not exist (the binary failed
+	// before setting up the run). Truncated is set when the last line was
+	// cut short (the process died while writing it); BadLines counts
+	// lines that were not records.
+	Missing   bool
+	Truncated bool
+	BadLines  int
+	byID      map[uint64]*Delay
+}
+
+// Setup is the log's first record.
+type Setup struct {
+	UnixNs        int64  `json:"unix_ns"` // wall-clock start; every "t" is relative to it
+	Pid           int    `json:"pid"`
+	Run           int    `json:"run"`
+	Seed          uint64 `json:"seed"`
+	SeedSet       bool   `json:"seed_set"`
+	Plan          string `json:"plan"`
+	Locations     int    `json:"locations"`
+	LiveLocations int    `json:"live_locations"`
+	Ablate        string `json:"ablate"`
+}
+
+// Delay is one injected delay: its start record and, once it ended, its
+// end record.
+type Delay struct {
+	ID     uint64 `json:"id"`
+	Site   uint32 `json:"site"`
+	G      uint64 `json:"g"`   // delayed goroutine
+	Obj    uint64 `json:"obj"` // object of the delayed access
+	Ns     int64  `json:"ns"`  // planned length
+	N      uint64 `json:"n"`   // dynamic instance of the site
+	Start  int64  `json:"t"`   // ns since setup
+	Ended  bool   `json:"ended"`
+	End    int64  `json:"end,omitempty"`
+	Actual int64  `json:"actual_ns,omitempty"`
+	// Prob is the location's probability after this delay decayed it.
+	Prob float64 `json:"prob,omitempty"`
+}
+
+// Skip is a delay skipped for interference or a cap.
+type Skip struct {
+	T    int64  `json:"t"`
+	Site uint32 `json:"site"`
+	G    uint64 `json:"g"`
+	N    uint64 `json:"n"`
+	Why  string `json:"why"`
+	By   uint32 `json:"by,omitempty"` // the interfering location
+}
+
+// Prune is a pair pruned by happens-before inference.
+type Prune struct {
+	T       int64  `json:"t"`
+	First   uint32 `json:"first"`
+	Second  uint32 `json:"second"`
+	Delay   uint64 `json:"id"`      // the delay that stalled the partner
+	G       uint64 `json:"g"`       // the stalled goroutine
+	DelayG  uint64 `json:"delay_g"` // the delayed goroutine
+	Gap     int64  `json:"gap"`
+	DelayNs int64  `json:"delay_ns"`
+}
+
+// LocEnd is a location's state at Finish.
+type LocEnd struct {
+	Site      uint32  `json:"site"`
+	Prob      float64 `json:"p"`
+	Live      bool    `json:"live"`
+	Delays    int64   `json:"delays"`
+	Instances uint64  `json:"instances"`
+	SkipProb  int64   `json:"skip_prob"`
+}
+
+// Finish is the log's last record.
+type Finish struct {
+	T                int64 `json:"t"`
+	Delays           int64 `json:"delays"`
+	DelayNs          int64 `json:"delay_ns"`
+	SkipInterference int64 `json:"skip_interference"`
+	SkipCapGoroutine int64 `json:"skip_cap_goroutine"`
+	SkipCapRun       int64 `json:"skip_cap_run"`
+	HB               int64 `json:"hb"`
+	DrainNs          int64 `json:"drain_ns"`
+}
+
+// record is the union of all record fields.
+type record struct {
+	Ev   string  `json:"ev"`
+	T    int64   `json:"t"`
+	ID   uint64  `json:"id"`
+	Ns   int64   `json:"ns"`
+	P    float64 `json:"p"`
+	G    uint64  `json:"g"`
+	Site uint32  `json:"site"`
+}
+
+// ReadLog reads the run log at path. A missing file gives an empty log
+// with Missing set; a truncated last line is dropped and flagged.
+func ReadLog(path string) (*Log, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Log{Missing: true, byID: map[uint64]*Delay{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	lg, err := ParseLog(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("run log %s: %w", path, err)
+	}
+	return lg, nil
+}
+
+// ParseLog reads a run log from r.
+func ParseLog(r io.Reader) (*Log, error) {
+	lg := &Log{byID: map[uint64]*Delay{}}
+	br := bufio.NewReader(r)
+	lineNo := 0
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			lineNo++
+			complete := line[len(line)-1] == '\n'
+			if perr := lg.add(bytes.TrimSpace(line)); perr != nil {
+				if !complete {
+					lg.Truncated = true
+				} else {
+					lg.BadLines++
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+		}
+	}
+	return lg, nil
+}
+
+func (lg *Log) add(line []byte) error {
+	if len(line) == 0 {
+		return nil
+	}
+	var rec record
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return err
+	}
+	switch rec.Ev {
+	case inject.EvSetup:
+		var s Setup
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		lg.Setup = &s
+	case inject.EvDelay:
+		var d Delay
+		if err := json.Unmarshal(line, &d); err != nil {
+			return err
+		}
+		lg.Delays = append(lg.Delays, &d)
+		lg.byID[d.ID] = lg.Delays[len(lg.Delays)-1]
+	case inject.EvEnd:
+		d := lg.byID[rec.ID]
+		if d == nil {
+			return fmt.Errorf("end of unknown delay %d", rec.ID)
+		}
+		d.Ended, d.End, d.Actual, d.Prob = true, rec.T, rec.Ns, rec.P
+	case inject.EvSkip:
+		var s Skip
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		lg.Skips = append(lg.Skips, s)
+	case inject.EvHB:
+		var p Prune
+		if err := json.Unmarshal(line, &p); err != nil {
+			return err
+		}
+		lg.Prunes = append(lg.Prunes, p)
+	case inject.EvLoc:
+		var l LocEnd
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		lg.Locs = append(lg.Locs, l)
+	case inject.EvFinish:
+		var f Finish
+		if err := json.Unmarshal(line, &f); err != nil {
+			return err
+		}
+		lg.Finish = &f
+	default:
+		return fmt.Errorf("unknown record %q", rec.Ev)
+	}
+	return nil
+}
+
+// Delay returns the delay with the given id, or nil.
+func (lg *Log) Delay(id uint64) *Delay { return lg.byID[id] }
+
+// Ablated reports whether the run switched part of the algorithm off
+// (WAFL_ABLATE): "interference", "hb" or "decay".
+func (lg *Log) Ablated(part string) bool {
+	if lg.Setup == nil {
+		return false
+	}
+	for _, p := range bytes.Split([]byte(lg.Setup.Ablate), []byte(",")) {
+		if string(p) == part {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,214 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/memorder/wafl/inject"
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/plans"
+)
+
+// Status is how a detection run ended.
+type Status string
+
+// Run statuses; the first four are also plans.Run.Outcome.
+const (
+	Pass        Status = "pass"    // the test passed
+	BugFound    Status = "bug"     // a MEMORDER panic attributed to an injected delay
+	Fail        Status = "fail"    // an ordinary test failure (not a bug wafl reports)
+	TimedOut    Status = "timeout" // the run was killed or the test timed out
+	SetupFailed Status = "error"   // the runtime could not set up the run (bad plan, log, ...)
+)
+
+// RunInput is what the CLI knows about one finished detection run.
+type RunInput struct {
+	Plan     *plans.Plan  // the plan the run used; Outcome does not modify it
+	PlanPath string       // the plan file the run read (WAFL_PLAN)
+	Sites    *sites.Table // the binary's site table
+	Package  string       // import path of the package under test
+	Test     string       // test name
+	Binary   string       // the test binary
+	Args     []string     // arguments the binary ran with
+	// Env are the WAFL_* variables the binary ran with, "KEY=value".
+	Env  []string
+	Run  int    // run number (WAFL_RUN)
+	Seed uint64 // WAFL_SEED
+	// LogPath is WAFL_LOG and CrashPath WAFL_CRASH; Stderr is the
+	// binary's standard error (parsed when the crash file is empty).
+	LogPath   string
+	CrashPath string
+	Stderr    []byte
+	ExitCode  int
+	// Killed is set when the CLI killed the run at its timeout.
+	Killed   bool
+	Duration time.Duration
+	// Reproduce, when set, is the wafl command line that repeats the run;
+	// by default it is built from Package, Test and Seed.
+	Reproduce string
+}
+
+// RunResult is the verdict on one detection run.
+type RunResult struct {
+	Status Status
+	// Reason explains a Fail, TimedOut or SetupFailed status, or why a
+	// panic was not attributed.
+	Reason string
+	Bug    *Bug         // set for BugFound
+	Attr   *Attribution // set for BugFound
+	Crash  *Crash       // the parsed crash, if the run panicked
+	Log    *Log
+	Run    plans.Run // the run record UpdatePlan appends
+}
+
+// Outcome classifies a finished detection run: it reads the run log and
+// the crash output, attributes a MEMORDER panic to an injected delay and
+// builds the bug report. The error is for unreadable inputs (a log or
+// crash file that exists but cannot be read), never for test failures.
+func Outcome(in RunInput) (*RunResult, error) {
+	if in.Plan == nil {
+		return nil, errors.New("outcome: no plan")
+	}
+	res := &RunResult{}
+	lg := &Log{Missing: true, byID: map[uint64]*Delay{}}
+	if in.LogPath != "" {
+		var err error
+		if lg, err = ReadLog(in.LogPath); err != nil {
+			return nil, err
+		}
+	}
+	res.Log = lg
+	var crashText []byte
+	if in.CrashPath != "" {
+		data, err := os.ReadFile(in.CrashPath)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("crash output: %w", err)
+		}
+		crashText = data
+	}
+	c := ParseCrash(crashText)
+	if c == nil {
+		c = ParseCrash(in.Stderr)
+	}
+	res.Crash = c
+
+	switch {
+	case in.ExitCode == inject.ExitSetup && bytes.Contains(in.Stderr, []byte("wafl: detect:")):
+		res.Status = SetupFailed
+		res.Reason = setupError(in.Stderr)
+	case in.Killed:
+		res.Status = TimedOut
+		res.Reason = fmt.Sprintf("killed after %v", in.Duration.Round(time.Millisecond))
+	case c != nil && c.Kind == Timeout:
+		res.Status = TimedOut
+		res.Reason = c.Panic
+	case c != nil:
+		a, why := Attribute(in.Plan, in.Sites, lg, c)
+		if a != nil {
+			res.Status = BugFound
+			res.Attr = a
+			res.Bug = newBug(in, a, c)
+		} else {
+			res.Status = Fail
+			res.Reason = fmt.Sprintf("panic: %s: not a MEMORDER bug: %s", c.Panic, why)
+		}
+	case in.ExitCode != 0:
+		res.Status = Fail
+		res.Reason = fmt.Sprintf("exit status %d%s", in.ExitCode, failedTests(in.Stderr))
+	default:
+		res.Status = Pass
+	}
+	res.Run = runRecord(in, res)
+	return res, nil
+}
+
+func setupError(stderr []byte) string {
+	for _, l := range strings.Split(string(stderr), "\n") {
+		if strings.HasPrefix(l, "wafl: detect:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return "runtime setup failed"
+}
+
+// failedTests lists the "--- FAIL" lines of go test output, if any.
+func failedTests(out []byte) string {
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(l), "--- FAIL: "); ok {
+			names = append(names, f)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ": --- FAIL: " + strings.Join(names, ", ")
+}
+
+func runRecord(in RunInput, res *RunResult) plans.Run {
+	lg := res.Log
+	r := plans.Run{N: in.Run, Seed: in.Seed, Outcome: string(res.Status), DurationNs: int64(in.Duration)}
+	if r.Outcome == string(SetupFailed) {
+		r.Outcome = string(Fail)
+	}
+	if lg.Setup != nil {
+		r.Seed = lg.Setup.Seed
+	}
+	r.Delays = len(lg.Delays)
+	for _, d := range lg.Delays {
+		if d.Ended {
+			r.DelayNs += d.Actual
+		} else {
+			r.DelayNs += d.Ns
+		}
+	}
+	if f := lg.Finish; f != nil {
+		r.Skipped = int(f.SkipInterference + f.SkipCapGoroutine + f.SkipCapRun)
+	} else {
+		r.Skipped = len(lg.Skips)
+	}
+	r.Pruned = len(lg.Prunes)
+	return r
+}
+
+// UpdatePlan folds a run into its plan, from the log, so it works after a
+// crash too: every delay that ended and did not expose the bug lowers its
+// location's probability by Params.Decay (unless the run ablated decay),
+// pairs pruned by happens-before inference are pruned, delays are counted,
+// the run is appended to Runs and a bug is recorded (its pair leaves S).
+func UpdatePlan(p *plans.Plan, res *RunResult) {
+	lg := res.Log
+	var exposing uint64
+	if res.Attr != nil {
+		exposing = res.Attr.Delay.ID
+	}
+	decay := lg == nil || !lg.Ablated("decay")
+	if lg != nil {
+		for _, d := range lg.Delays {
+			l := p.Location(d.Site)
+			if l == nil {
+				continue
+			}
+			l.Delays++
+			if d.Ended && d.ID != exposing && decay {
+				p.Decay(d.Site, p.Params.Decay)
+			}
+		}
+		for _, pr := range lg.Prunes {
+			p.PrunePair(pr.First, pr.Second, plans.PrunedHB)
+		}
+	}
+	p.Runs = append(p.Runs, res.Run)
+	if a := res.Attr; a != nil {
+		panicMsg := ""
+		if res.Crash != nil {
+			panicMsg = res.Crash.Panic
+		}
+		p.AddBug(plans.Bug{Kind: a.Kind, Delayed: a.Delay.Site, Failing: a.Failing,
+			Run: res.Run.N, Seed: res.Run.Seed, Panic: panicMsg})
+	}
+}

@@ -107,6 +107,7 @@ func (c *Crash) Panicking() *Goroutine {
 var (
 	goroutineRE = regexp.MustCompile(`^goroutine (\d+)\b.*\[([^\]]*)\]:$`)
 	recoveredRE = regexp.MustCompile(` \[recovered(?:, [a-z]+)?\]$`)
+	fileLineRE  = regexp.MustCompile(`^(.*):(\d+)(?:\s.*)?$`)
 	createdRE   = regexp.MustCompile(`^created by (.+?)(?: in goroutine (\d+))?$`)
 )
 
@@ -135,27 +136,37 @@ func ParseCrash(text []byte) *Crash {
 	}
 	c := &Crash{}
 	first := lines[start]
-	if msg, ok := strings.CutPrefix(first, "fatal error: "); ok {
-		c.Panic, c.Fatal = msg, true
-	} else {
+	msg, fatal := strings.CutPrefix(first, "fatal error: ")
+	if !fatal {
 		msg = strings.TrimPrefix(first, "panic: ")
-		if loc := recoveredRE.FindStringIndex(msg); loc != nil {
-			msg, c.Recovered = msg[:loc[0]], true
-		}
-		c.Panic = msg
 	}
+	c.Fatal = fatal
+	// The message continues on tab-indented lines (Go prints a multi-line
+	// panic value with "\n\t"); older Go prints a re-panic as a
+	// "\tpanic: " line; then come "[signal ...]" and a blank line.
+	msgLines := []string{msg}
+	inMsg := true
 	i := start + 1
-	// Continuation: "\tpanic: ..." re-panics (older Go), multi-line
-	// messages, "[signal ...]".
 	for ; i < len(lines) && !goroutineRE.MatchString(lines[i]); i++ {
 		l := lines[i]
 		switch {
 		case strings.HasPrefix(l, "[signal "):
 			c.Signal = strings.Trim(l, "[]")
+			inMsg = false
 		case strings.HasPrefix(l, "\tpanic: "):
 			c.Recovered = true
+			inMsg = false
+		case inMsg && strings.HasPrefix(l, "\t"):
+			msgLines = append(msgLines, l[1:])
+		default:
+			inMsg = false
 		}
 	}
+	msg = strings.Join(msgLines, "\n")
+	if loc := recoveredRE.FindStringIndex(msg); loc != nil {
+		msg, c.Recovered = msg[:loc[0]], true
+	}
+	c.Panic = msg
 	if c.Fatal {
 		c.Kind = OtherPanic
 	} else {
@@ -241,21 +252,15 @@ func funcName(l string) string {
 	return l
 }
 
-// parseFileLine parses "\t/path/file.go:123 +0x1f".
+// parseFileLine parses "\t/path/file.go:123 +0x1f" (with GOTRACEBACK=
+// system also " fp=... sp=... pc=...").
 func parseFileLine(l string) (string, int) {
 	l = strings.TrimPrefix(l, "\t")
-	if i := strings.LastIndex(l, " +0x"); i >= 0 {
-		l = l[:i]
+	if m := fileLineRE.FindStringSubmatch(l); m != nil {
+		n, _ := strconv.Atoi(m[2])
+		return m[1], n
 	}
-	i := strings.LastIndexByte(l, ':')
-	if i < 0 {
-		return l, 0
-	}
-	n, err := strconv.Atoi(l[i+1:])
-	if err != nil {
-		return l, 0
-	}
-	return l[:i], n
+	return l, 0
 }
 
 // internalFrame reports whether f belongs to the machinery between a
@@ -264,6 +269,7 @@ func internalFrame(f Frame) bool {
 	fn := f.Func
 	return fn == "panic" || fn == "main.main" ||
 		strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "testing.") ||
+		strings.HasPrefix(fn, "internal/") ||
 		runtimePkgFunc(fn)
 }
 

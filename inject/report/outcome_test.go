@@ -445,11 +445,11 @@ func TestReportJSONRoundTrip(t *testing.T) {
 func sampleBug() *Bug {
 	return &Bug{
 		Kind: plans.UseAfterDispose, Panic: "send on closed channel", Package: "example.com/p", Test: "TestClose",
-		Delayed:   Location{Site: 3, File: "/src/p/conn.go", Line: 40, Col: 2, Op: "send", Expr: "c.out", Func: "(*Conn).Send"},
-		Failing:   Location{Site: 3, File: "/src/p/conn.go", Line: 40, Col: 2, Op: "send", Expr: "c.out", Func: "(*Conn).Send", Frame: "example.com/p.(*Conn).Send"},
-		Partner:   &Location{Site: 7, File: "/src/p/conn.go", Line: 61, Op: "close", Expr: "c.out", Func: "(*Conn).Close"},
-		Delay:     DelayInfo{Ns: 12 * ms, Goroutine: 21},
-		Run:       2, Runs: 2, Seed: 99,
+		Delayed: Location{Site: 3, File: "/src/p/conn.go", Line: 40, Col: 2, Op: "send", Expr: "c.out", Func: "(*Conn).Send"},
+		Failing: Location{Site: 3, File: "/src/p/conn.go", Line: 40, Col: 2, Op: "send", Expr: "c.out", Func: "(*Conn).Send", Frame: "example.com/p.(*Conn).Send"},
+		Partner: &Location{Site: 7, File: "/src/p/conn.go", Line: 61, Op: "close", Expr: "c.out", Func: "(*Conn).Close"},
+		Delay:   DelayInfo{Ns: 12 * ms, Goroutine: 21},
+		Run:     2, Runs: 2, Seed: 99,
 		Reproduce: Reproduce{Wafl: "wafl detect --run '^TestClose$' --seed 99 example.com/p", Command: []string{"/w/p.test", "-test.run=^TestClose$"}, Env: []string{"WAFL_SEED=99"}},
 		Stacks:    "panic: send on closed channel\n\ngoroutine 21 [running]:\nexample.com/p.(*Conn).Send(...)\n\t/src/p/conn.go:40 +0x1\n",
 	}

@@ -1,0 +1,109 @@
+package report
+
+import (
+	"testing"
+
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/plans"
+)
+
+// attrFixture: sites 1 and 2 share line 10 of a.go (two slots on one
+// line), site 3 is line 20, site 4 line 30.
+func attrFixture() (*plans.Plan, *sites.Table) {
+	tab := &sites.Table{Version: sites.Version, Sites: []sites.Site{
+		{ID: 1, Kind: "store", File: "/m/p/a.go", Line: 10, Expr: "s.a"},
+		{ID: 2, Kind: "use", File: "/m/p/a.go", Line: 10, Expr: "s.b"},
+		{ID: 3, Kind: "store", File: "/m/p/a.go", Line: 20, Expr: "s.b"},
+		{ID: 4, Kind: "use", File: "/m/p/a.go", Line: 30, Expr: "s.c"},
+	}}
+	p := newPlan(
+		pairLoc(plans.UseBeforeInit, 3, 2, ms),   // init s.b at 20 → use at 10
+		pairLoc(plans.UseAfterDispose, 4, 1, ms), // use s.c at 30 → dispose at 10
+	)
+	return p, tab
+}
+
+func crashAt(kind PanicKind, g int64, file string, line int) *Crash {
+	f := Frame{Func: "example.com/p.F", File: file, Line: line}
+	return &Crash{Panic: string(kind), Kind: kind, Goroutine: g, Failing: f,
+		Goroutines: []Goroutine{{ID: g, State: "running", Frames: []Frame{{Func: "panic"}, f, {Func: "example.com/p.G", File: "/m/p/b.go", Line: 5}}}}}
+}
+
+func logWith(ds ...*Delay) *Log {
+	lg := &Log{byID: map[uint64]*Delay{}}
+	for _, d := range ds {
+		lg.Delays = append(lg.Delays, d)
+		lg.byID[d.ID] = d
+	}
+	return lg
+}
+
+func TestAttributeRules(t *testing.T) {
+	p, tab := attrFixture()
+	ubiDelay := &Delay{ID: 1, Site: 3, G: 10, Ns: ms}
+	uadDelay := &Delay{ID: 2, Site: 4, G: 11, Ns: ms, Ended: true}
+	cases := []struct {
+		name    string
+		lg      *Log
+		c       *Crash
+		kind    plans.Kind
+		failing uint32
+	}{
+		{"use-before-init at a line with two sites", logWith(ubiDelay), crashAt(NilDeref, 20, "/m/p/a.go", 10), plans.UseBeforeInit, 2},
+		{"use-before-init, trimpath frame", logWith(ubiDelay), crashAt(NilMap, 20, "p/a.go", 10), plans.UseBeforeInit, 2},
+		{"use-before-init in the delayed goroutine", logWith(ubiDelay), crashAt(NilDeref, 10, "/m/p/a.go", 10), "", 0},
+		{"send on closed channel is no use-before-init", logWith(ubiDelay), crashAt(SendClosed, 20, "/m/p/a.go", 10), "", 0},
+		{"no delay at ℓ1", logWith(uadDelay), crashAt(NilDeref, 20, "/m/p/a.go", 10), "", 0},
+		{"use-after-dispose in the delayed goroutine", logWith(uadDelay), crashAt(SendClosed, 11, "/m/p/a.go", 30), plans.UseAfterDispose, 4},
+		{"use-after-dispose in another goroutine", logWith(uadDelay), crashAt(NilDeref, 12, "/m/p/a.go", 30), "", 0},
+		{"use-after-dispose before the delay ended", logWith(&Delay{ID: 2, Site: 4, G: 11}), crashAt(NilDeref, 11, "/m/p/a.go", 30), "", 0},
+		{"not a MEMORDER panic", logWith(ubiDelay), crashAt(OtherPanic, 20, "/m/p/a.go", 10), "", 0},
+		{"line without sites", logWith(ubiDelay), crashAt(NilDeref, 20, "/m/p/a.go", 11), "", 0},
+		{"other file", logWith(ubiDelay), crashAt(NilDeref, 20, "/m/q/a.go", 10), "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, why := Attribute(p, tab, c.lg, c.c)
+			if c.kind == "" {
+				if a != nil {
+					t.Fatalf("attributed as %s at %d; want no bug", a.Kind, a.Failing)
+				}
+				if why == "" {
+					t.Error("no reason given")
+				}
+				return
+			}
+			if a == nil {
+				t.Fatalf("not attributed: %s", why)
+			}
+			if a.Kind != c.kind || a.Failing != c.failing {
+				t.Errorf("attributed %s failing %d, want %s %d", a.Kind, a.Failing, c.kind, c.failing)
+			}
+		})
+	}
+}
+
+// A panic in uninstrumented code called from a site's line is attributed
+// to that line (the nil value was passed on).
+func TestAttributeDeeperFrame(t *testing.T) {
+	p, tab := attrFixture()
+	c := crashAt(NilDeref, 20, "/m/lib/lib.go", 99)
+	c.Goroutines[0].Frames = append(c.Goroutines[0].Frames, Frame{Func: "example.com/p.H", File: "/m/p/a.go", Line: 10})
+	a, why := Attribute(p, tab, logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms}), c)
+	if a == nil || a.Failing != 2 || a.Frame.Line != 10 {
+		t.Fatalf("attribution %+v (%s)", a, why)
+	}
+}
+
+// Among several delays at ℓ1, the one in progress at the crash wins.
+func TestAttributePrefersInProgress(t *testing.T) {
+	p, tab := attrFixture()
+	lg := logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Start: 5},
+		&Delay{ID: 2, Site: 3, G: 12, Ns: ms, Start: 1},
+		&Delay{ID: 3, Site: 3, G: 13, Ns: ms, Start: 9, Ended: true})
+	lg.Delays[0].Ended = true
+	a, _ := Attribute(p, tab, lg, crashAt(NilDeref, 20, "/m/p/a.go", 10))
+	if a == nil || a.Delay.ID != 2 || !a.InProgress {
+		t.Fatalf("attribution %+v, want delay 2 (in progress)", a)
+	}
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# delaycheck.sh — check, without wafl, that every corpus bug crashes when the
+# goroutine of its first access is delayed the way wafl would delay it.
+#
+# Copies examples/ to a temporary directory, inserts time.Sleep(DELAY) right
+# before the delayed access of each bug (the init of a use-before-init pair,
+# the use of a use-after-dispose pair; for appinsights/netmq only the instance
+# WAFL's interference control keeps), runs each test TRIES times and counts
+# the runs that panic with a MEMORDER failure.
+#
+# Usage: scripts/delaycheck.sh            Environment: DELAY (6.6ms), TRIES (10)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+DELAY=${DELAY:-6.6ms}
+TRIES=${TRIES:-10}
+work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-delaycheck.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp -r "$root/examples" "$work/examples"
+python3 - "$work/examples" "$DELAY" <<'PY'
+import sys, os
+base, delay = sys.argv[1], sys.argv[2]
+# name: (file, unique text of the delayed line, lines to go up)
+points = {
+    'pickfirst': ('pickfirst.go', '\tb.sc = &SubConn{addr: addrs[0]}', 0),
+    'informer': ('informer.go', 'c.lister = &Lister{store: inf.store} // BUG', 0),
+    'equivcache': ('equivcache.go', 'f.equivCache = &EquivalenceCache', 0),
+    'natsstart': ('natsstart.go', 's.sysAcc.addServiceImport(subj) // BUG', 0),
+    'jsaccounts': ('jsaccounts.go', 'js.accounts[name] = jsa // BUG', 0),
+    'natsconsumer': ('natsconsumer.go', 'state := mset.store.State() // BUG', 0),
+    'dockerstats': ('dockerstats.go', '\t\tc <- e', 0),
+    'traefikwatch': ('traefikwatch.go', 'case eventCh <- obj:', 1),
+    'netstack': ('netstack.go', 't.incomingPacket <- p // BUG', 0),
+    'quicclose': ('quicclose.go', 'c.closeErr.Store(&closeError{err: err, remote: remote}) // BUG', 0),
+    'redispubsub': ('redispubsub.go', 'return ps.cn.readReply() // BUG', 0),
+    'winiopipe': ('winiopipe.go', 'ch <- p.connectPipe()', 0),
+    'ddpipe': ('ddpipe.go', '\t\tp.conn = c', 0),
+    'appinsights': ('appinsights.go', 'm.lstnr = &listener{counts: make(map[string]int)} // BUG', 0),
+    'netmq': ('netmq.go', '\t\tc.process(pkt)', 0),
+}
+for name, (f, text, up) in points.items():
+    path = os.path.join(base, name, f)
+    lines = open(path).read().split('\n')
+    hits = [i for i, l in enumerate(lines) if text in l]
+    if len(hits) != 1:
+        sys.exit(f'delaycheck: {path}: expected one line containing {text!r}, found {len(hits)}')
+    d = 'func() time.Duration { d, _ := time.ParseDuration("%s"); return d }()' % delay
+    lines.insert(hits[0] - up, '\ttime.Sleep(%s)' % d)
+    src = '\n'.join(lines)
+    if '"time"' not in src:
+        src = src.replace('import (', 'import (\n\t"time"', 1)
+    open(path, 'w').write(src)
+PY
+cd "$work/examples"
+status=0
+for name in $(cut -f1 "$root/scripts/corpus.tsv" | grep -v '^#'); do
+	go test -c -o "$work/$name.test" "./$name" >/dev/null || { echo "$name: build failed"; status=1; continue; }
+	crashes=0
+	for ((i = 0; i < TRIES; i++)); do
+		if ! "$work/$name.test" -test.count=1 >"$work/$name.out" 2>&1 &&
+			grep -Eq 'panic: (runtime error: invalid memory address or nil pointer dereference|assignment to entry in nil map|send on closed channel|close of closed channel|close of nil channel)' "$work/$name.out"; then
+			crashes=$((crashes + 1))
+		fi
+	done
+	echo "$name: $crashes/$TRIES delayed runs panicked"
+	((crashes > 0)) || status=1
+done
+exit $status

@@ -104,8 +104,8 @@ type Finish struct {
 	DrainNs          int64 `json:"drain_ns"`
 }
 
-// record is the union of all record fields.
-type record struct {
+// logRecord is the union of all record fields.
+type logRecord struct {
 	Ev   string  `json:"ev"`
 	T    int64   `json:"t"`
 	ID   uint64  `json:"id"`
@@ -164,7 +164,7 @@ func (lg *Log) add(line []byte) error {
 	if len(line) == 0 {
 		return nil
 	}
-	var rec record
+	var rec logRecord
 	if err := json.Unmarshal(line, &rec); err != nil {
 		return err
 	}

@@ -219,6 +219,16 @@ func TestBugUseAfterDispose(t *testing.T) {
 	}
 }
 
+func TestBugThroughRecordHooks(t *testing.T) {
+	p := newPlan(pairLoc(plans.UseAfterDispose, 15, 16, 400*ms))
+	res, _ := retry(t, "use-after-dispose through record hooks", func() (*RunResult, string) {
+		return runScenario(t, "TestScenarioRecordHooks", p, runOpts{seed: 15})
+	}, func(r *RunResult) bool { return r.Status == BugFound })
+	if res.Bug.Kind != plans.UseAfterDispose || res.Bug.Delayed.Site != 15 || res.Bug.Failing.Site != 15 {
+		t.Errorf("bug %+v", res.Bug)
+	}
+}
+
 func TestBugAfterTestReturned(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseAfterDispose, 5, 6, 400*ms))
 	res, out := retry(t, "use-after-dispose after the test returned", func() (*RunResult, string) {

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/memorder/wafl/inject"
+	"github.com/memorder/wafl/record"
 )
 
 // envScenario marks the child process.
@@ -25,10 +26,13 @@ const envScenario = "WAFL_TEST_SCENARIO"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envScenario) != "" {
-		// What record's init and the generated TestMain do.
-		inject.Setup()
+		// record's init has called inject.Setup (WAFL_MODE=detect); the
+		// generated TestMain ends with record.Finish, which drains.
+		if !inject.Setup() {
+			panic("scenario child without a detection run")
+		}
 		code := m.Run()
-		inject.Finish()
+		record.Finish()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
@@ -173,5 +177,23 @@ func TestScenarioHB(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	<-done
+}
+
+// TestScenarioRecordHooks is TestScenarioUseAfterDispose through the
+// record hooks that instrumented code calls, in detect mode.
+func TestScenarioRecordHooks(t *testing.T) {
+	scenarioOnly(t)
+	var c atomic.Pointer[handler]
+	c.Store(&handler{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		record.Use(15, unsafe.Pointer(&c))
+		_ = c.Load().n // site:15 use c
+	}()
+	time.Sleep(20 * time.Millisecond)
+	record.Dispose(16, unsafe.Pointer(&c))
+	c.Store(nil) // site:16 atomic-store c
 	<-done
 }

@@ -205,6 +205,9 @@ func checkMessage(meta []byte) (int64, error) {
 		}
 		return f, nil
 	}
+	if err := b.checkKeyValues(root, 4); err != nil {
+		return 0, err
+	}
 	var bodyLen int64
 	f, err := field(root, 3)
 	if err != nil {
@@ -242,6 +245,9 @@ func checkMessage(meta []byte) (int64, error) {
 	}
 	switch htype {
 	case hdrSchema:
+		if err := b.checkSchemaTable(hdr); err != nil {
+			return 0, err
+		}
 		return bodyLen, nil
 	case hdrRecBatch:
 	default:
@@ -307,4 +313,104 @@ func checkMessage(meta []byte) (int64, error) {
 		}
 	}
 	return bodyLen, nil
+}
+
+// vector returns the start and length of the vector referenced by field i
+// of table t (n == 0 if absent), checking that n elements of size elem fit.
+func (b fb) vector(t, i, elem int) (start, n int, err error) {
+	f := b.field(t, i)
+	if f < 0 {
+		return 0, 0, errors.New("corrupt metadata (vtable)")
+	}
+	if f == 0 {
+		return 0, 0, nil
+	}
+	v, ok := b.deref(f)
+	if !ok {
+		return 0, 0, errors.New("corrupt metadata (vector offset)")
+	}
+	cnt, ok := b.u32(v)
+	if !ok || int64(v)+4+int64(cnt)*int64(elem) > int64(len(b)) {
+		return 0, 0, errors.New("corrupt metadata (vector length)")
+	}
+	return v + 4, int(cnt), nil
+}
+
+// table follows the uoffset at off to a table whose vtable is sound.
+func (b fb) table(off int) (int, error) {
+	t, ok := b.deref(off)
+	if !ok || b.field(t, 0) < 0 {
+		return 0, errors.New("corrupt metadata (table)")
+	}
+	return t, nil
+}
+
+// checkKeyValues checks a vector of KeyValue tables (two strings each).
+func (b fb) checkKeyValues(t, i int) error {
+	s, n, err := b.vector(t, i, 4)
+	if err != nil {
+		return err
+	}
+	for k := range n {
+		kv, err := b.table(s + 4*k)
+		if err != nil {
+			return err
+		}
+		for j := range 2 {
+			if _, _, err := b.vector(kv, j, 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkSchemaTable checks the parts of a Schema table (format/Schema.fbs)
+// that Arrow reads without bounds checks, and that every field is a plain
+// integer column, as in every wafl trace.
+func (b fb) checkSchemaTable(t int) error {
+	const typeInt = 2 // flatbuf.Type_Int
+	if err := b.checkKeyValues(t, 2); err != nil {
+		return err
+	}
+	if _, _, err := b.vector(t, 3, 8); err != nil { // features
+		return err
+	}
+	s, n, err := b.vector(t, 1, 4)
+	if err != nil {
+		return err
+	}
+	if n > 64 {
+		return fmt.Errorf("schema has %d fields", n)
+	}
+	for k := range n {
+		f, err := b.table(s + 4*k)
+		if err != nil {
+			return err
+		}
+		if _, _, err := b.vector(f, 0, 1); err != nil { // name
+			return err
+		}
+		tt := b.field(f, 2)
+		if tt <= 0 || tt >= len(b) || b[tt] != typeInt {
+			return errors.New("schema has a non-integer field: not a wafl trace")
+		}
+		ty := b.field(f, 3)
+		if ty <= 0 {
+			return errors.New("corrupt metadata (field type)")
+		}
+		if _, err := b.table(ty); err != nil {
+			return err
+		}
+		if d := b.field(f, 4); d != 0 {
+			return errors.New("schema has a dictionary field: not a wafl trace")
+		}
+		if _, c, err := b.vector(f, 5, 4); err != nil || c != 0 {
+			return errors.New("schema has nested fields: not a wafl trace")
+		}
+		if err := b.checkKeyValues(f, 6); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,516 @@
+package instrument
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/memorder/wafl/instrument/sites"
+)
+
+// Config says what to instrument and where to put the results.
+type Config struct {
+	// Dir is where to run: a directory inside the user's module. Empty
+	// means the current directory.
+	Dir string
+	// WorkDir is wafl's work directory; empty means .wafl at the root of
+	// the module containing Dir.
+	WorkDir string
+	// Patterns are go package patterns (./..., import paths), resolved in
+	// Dir. Empty means ".".
+	Patterns []string
+	// Tags are extra build tags, for both loading and building.
+	Tags []string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Result is the outcome of Build: one entry per package matched by the
+// patterns, in import-path order.
+type Result struct {
+	Packages []*Package
+	// WorkDir is the work directory actually used.
+	WorkDir string
+	// Sites is the total number of sites in the build's site table.
+	Sites int
+	// LoadTime, RewriteTime and BuildTime split the wall time of Build.
+	LoadTime, RewriteTime, BuildTime time.Duration
+}
+
+// Package is one package under test.
+type Package struct {
+	ImportPath string
+	Dir        string
+	// Binary is the instrumented test binary; Sites is its site table
+	// (sites.Table JSON) beside it. Both are empty when Err is not nil.
+	Binary, Sites string
+	// Files is the number of the package's Go files (with its test files)
+	// that were rewritten; NumSites the number of sites in them.
+	Files, NumSites int
+	// Tests are the package's Test* functions, from the source, sorted.
+	Tests []string
+	// Err is nil if the binary was built. ErrNoTestFiles marks a package
+	// with nothing to test; otherwise it carries the loader's or the
+	// compiler's message.
+	Err error
+}
+
+// ErrNoTestFiles is the Err of a package that has no test files.
+var ErrNoTestFiles = errors.New("no test files")
+
+// File names of the generated files added to instrumented packages through
+// the overlay.
+const (
+	helperFile     = "zz_wafl_helpers.go"
+	xHelperFile    = "zz_wafl_helpers_x_test.go"
+	testMainFile   = "zz_wafl_testmain_test.go"
+	waflModulePath = "github.com/memorder/wafl"
+	waflPseudoVers = "v0.0.0-00010101000000-000000000000"
+	runtimeGoLine  = "1.17"
+)
+
+// Build instruments the packages matched by cfg.Patterns and builds one
+// test binary per package under cfg.WorkDir. A package that fails to load,
+// instrument or build gets its Err set and the others go on; the returned
+// error is for problems that stop everything (no module, unwritable work
+// directory, patterns that match nothing).
+func Build(ctx context.Context, cfg Config) (*Result, error) {
+	b, err := newBuilder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return b.run(ctx)
+}
+
+type builder struct {
+	cfg     Config
+	dir     string // absolute cfg.Dir
+	gomod   string // the main module's go.mod
+	modRoot string
+	work    string
+	log     io.Writer
+	env     []string
+	opt     rewriteOptions
+	oldLang bool // the module's go line is older than minUserLang
+}
+
+func newBuilder(cfg Config) (*builder, error) {
+	dir := cfg.Dir
+	if dir == "" {
+		dir = "."
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(), "GOWORK=off")
+	out, err := goCmd(context.Background(), dir, env, "env", "GOMOD")
+	if err != nil {
+		return nil, fmt.Errorf("finding the module of %s: %v", dir, err)
+	}
+	gomod := strings.TrimSpace(out)
+	if gomod == "" || gomod == os.DevNull {
+		return nil, fmt.Errorf("%s is not inside a Go module (no go.mod found)", dir)
+	}
+	b := &builder{cfg: cfg, dir: dir, gomod: gomod, modRoot: filepath.Dir(gomod), env: env, log: cfg.Log, opt: rewriteOptions{lineDirectives: true}}
+	if b.log == nil {
+		b.log = io.Discard
+	}
+	gm, err := os.ReadFile(gomod)
+	if err != nil {
+		return nil, err
+	}
+	b.oldLang = langLess(goLine(gm), minUserLang)
+	b.work = cfg.WorkDir
+	if b.work == "" {
+		b.work = filepath.Join(b.modRoot, ".wafl")
+	}
+	if b.work, err = filepath.Abs(b.work); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// unit is one package under test: its package (with internal test files)
+// and its external test package.
+type unit struct {
+	pkg   *Package
+	src   *packages.Package // "p [p.test]", or "p" without test files
+	xtest *packages.Package // "p_test [p.test]", may be nil
+	files map[string]string // original path -> rewritten path (this unit's)
+}
+
+func (b *builder) run(ctx context.Context) (*Result, error) {
+	res := &Result{WorkDir: b.work}
+	t0 := time.Now()
+	units, err := b.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.LoadTime = time.Since(t0)
+
+	t1 := time.Now()
+	alloc := &siteAlloc{}
+	overlay := map[string]string{}
+	for _, u := range units {
+		res.Packages = append(res.Packages, u.pkg)
+		if u.pkg.Err != nil {
+			continue
+		}
+		if err := b.rewriteUnit(u, alloc); err != nil {
+			u.pkg.Err = err
+			continue
+		}
+		for k, v := range u.files {
+			overlay[k] = v
+		}
+	}
+	res.RewriteTime = time.Since(t1)
+	res.Sites = len(alloc.sites)
+
+	t2 := time.Now()
+	if err := b.writeRuntime(); err != nil {
+		return nil, err
+	}
+	modfile, err := b.writeModfile()
+	if err != nil {
+		return nil, err
+	}
+	ovPath := filepath.Join(b.work, "build", "overlay.json")
+	if err := writeJSON(ovPath, struct{ Replace map[string]string }{overlay}); err != nil {
+		return nil, err
+	}
+	for _, u := range units {
+		if u.pkg.Err != nil {
+			if u.pkg.Err != ErrNoTestFiles {
+				fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b.buildUnit(ctx, u, modfile, ovPath, alloc)
+	}
+	res.BuildTime = time.Since(t2)
+	return res, nil
+}
+
+func (b *builder) load(ctx context.Context) ([]*unit, error) {
+	patterns := b.cfg.Patterns
+	if len(patterns) == 0 {
+		patterns = []string{"."}
+	}
+	var flags []string
+	if len(b.cfg.Tags) > 0 {
+		flags = append(flags, "-tags="+strings.Join(b.cfg.Tags, ","))
+	}
+	pcfg := &packages.Config{
+		Context: ctx,
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
+			packages.NeedImports | packages.NeedTypes | packages.NeedSyntax |
+			packages.NeedTypesInfo | packages.NeedModule | packages.NeedForTest,
+		Dir:        b.dir,
+		Env:        b.env,
+		BuildFlags: flags,
+		Tests:      true,
+	}
+	pkgs, err := packages.Load(pcfg, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %v", strings.Join(patterns, " "), err)
+	}
+	byPath := map[string]*unit{}
+	get := func(path string) *unit {
+		u := byPath[path]
+		if u == nil {
+			u = &unit{pkg: &Package{ImportPath: path}, files: map[string]string{}}
+			byPath[path] = u
+		}
+		return u
+	}
+	for _, p := range pkgs {
+		switch {
+		case strings.HasSuffix(p.PkgPath, ".test") && p.Name == "main" && p.ForTest == "":
+			continue // the generated test main
+		case p.ForTest != "" && strings.HasSuffix(p.PkgPath, "_test"):
+			get(p.ForTest).xtest = p
+		case p.ForTest != "":
+			get(p.ForTest).src = p
+		default:
+			u := get(p.PkgPath)
+			if u.src == nil {
+				u.src = p
+			}
+		}
+	}
+	if len(byPath) == 0 {
+		return nil, fmt.Errorf("patterns %s matched no packages", strings.Join(patterns, " "))
+	}
+	var units []*unit
+	for _, u := range byPath {
+		units = append(units, u)
+		if u.src == nil { // only an external test package (package dir with only x_test files)
+			u.pkg.Err = fmt.Errorf("package %s has only external test files", u.pkg.ImportPath)
+			continue
+		}
+		u.pkg.Dir = pkgDir(u.src)
+		var errs []string
+		for _, p := range []*packages.Package{u.src, u.xtest} {
+			if p == nil {
+				continue
+			}
+			for _, e := range p.Errors {
+				errs = append(errs, e.Error())
+			}
+		}
+		if len(errs) > 0 {
+			u.pkg.Err = errors.New(strings.Join(errs, "\n"))
+			continue
+		}
+		u.pkg.Tests = testNames(u.src, u.xtest)
+		if !hasTestFiles(u.src) && u.xtest == nil {
+			u.pkg.Err = ErrNoTestFiles
+		}
+	}
+	sort.Slice(units, func(i, j int) bool { return units[i].pkg.ImportPath < units[j].pkg.ImportPath })
+	return units, nil
+}
+
+func pkgDir(p *packages.Package) string {
+	if p.Dir != "" {
+		return p.Dir
+	}
+	if len(p.GoFiles) > 0 {
+		return filepath.Dir(p.GoFiles[0])
+	}
+	return ""
+}
+
+func hasTestFiles(p *packages.Package) bool {
+	for _, f := range p.GoFiles {
+		if strings.HasSuffix(f, "_test.go") {
+			return true
+		}
+	}
+	return false
+}
+
+// testNames lists the Test* functions of the test files.
+func testNames(ps ...*packages.Package) []string {
+	var names []string
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		for _, f := range p.Syntax {
+			if !strings.HasSuffix(p.Fset.Position(f.Pos()).Filename, "_test.go") {
+				continue
+			}
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Recv != nil || fd.Name.Name == "TestMain" || !isTestName(fd.Name.Name) {
+					continue
+				}
+				if fd.Type.TypeParams != nil || len(fd.Type.Params.List) != 1 {
+					continue
+				}
+				names = append(names, fd.Name.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func isTestName(name string) bool {
+	if !strings.HasPrefix(name, "Test") {
+		return false
+	}
+	if len(name) == 4 {
+		return true
+	}
+	r := name[4]
+	return !(r >= 'a' && r <= 'z')
+}
+
+// rewriteUnit rewrites the package's files (with its test files) and its
+// external test package into the work directory.
+func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
+	outDir := filepath.Join(b.work, "build", filepath.FromSlash(u.pkg.ImportPath))
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	mainFound := false
+	for _, p := range []*packages.Package{u.src, u.xtest} {
+		if p == nil {
+			continue
+		}
+		for _, f := range p.Syntax {
+			if hasTestMain(f) {
+				mainFound = true
+			}
+		}
+	}
+	for i, p := range []*packages.Package{u.src, u.xtest} {
+		if p == nil {
+			continue
+		}
+		goFiles := map[string]bool{}
+		for _, f := range p.GoFiles {
+			goFiles[f] = true
+		}
+		// Locals are shared per package; the files are rewritten in order.
+		shared := sharedLocals(p.TypesInfo, p.Syntax)
+		type named struct {
+			name string
+			f    *ast.File
+		}
+		var files []named
+		for _, f := range p.Syntax {
+			name := p.Fset.Position(f.Pos()).Filename
+			if !goFiles[name] || importsC(f) {
+				continue // cgo-generated or cgo file: left as it is
+			}
+			files = append(files, named{name, f})
+		}
+		sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
+		for _, nf := range files {
+			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, strings.HasSuffix(nf.name, "_test.go"), b.opt)
+			if err != nil {
+				return err
+			}
+			if !fr.changed {
+				continue
+			}
+			if b.oldLang {
+				fr.src = withLang(fr.src, minUserLang, nf.name)
+			}
+			out := filepath.Join(outDir, filepath.Base(nf.name))
+			if i == 1 {
+				out = filepath.Join(outDir, "xtest_"+filepath.Base(nf.name))
+			}
+			if err := writeIfChanged(out, fr.src); err != nil {
+				return err
+			}
+			u.files[nf.name] = out
+			u.pkg.Files++
+			u.pkg.NumSites += fr.numSites
+		}
+		hname, base := helperFile, "helpers.go"
+		if i == 1 {
+			hname, base = xHelperFile, "xtest_helpers_test.go"
+		}
+		if err := b.addGenerated(u, outDir, hname, base, helperSource(p.Name)); err != nil {
+			return err
+		}
+	}
+	if !mainFound {
+		if err := b.addGenerated(u, outDir, testMainFile, "testmain_test.go", testMainSource(u.src.Name)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(b.log, "wafl: instrumented %s: %d files, %d sites\n", u.pkg.ImportPath, u.pkg.Files, u.pkg.NumSites)
+	return nil
+}
+
+func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) error {
+	target := filepath.Join(u.pkg.Dir, name)
+	if b.oldLang {
+		src = withLang(src, minUserLang, target)
+	}
+	if _, err := os.Stat(target); err == nil {
+		return fmt.Errorf("%s: exists; wafl needs this name for a generated file", target)
+	}
+	out := filepath.Join(outDir, "wafl_"+base)
+	if err := writeIfChanged(out, src); err != nil {
+		return err
+	}
+	u.files[target] = out
+	return nil
+}
+
+func importsC(f *ast.File) bool {
+	for _, im := range f.Imports {
+		if p, _ := strconv.Unquote(im.Path.Value); p == "C" {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay string, alloc *siteAlloc) {
+	bin := filepath.Join(b.work, "bin", filepath.FromSlash(u.pkg.ImportPath)+".test")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		u.pkg.Err = err
+		return
+	}
+	args := []string{"test", "-c", "-o", bin, "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
+	if len(b.cfg.Tags) > 0 {
+		args = append(args, "-tags="+strings.Join(b.cfg.Tags, ","))
+	}
+	args = append(args, u.pkg.ImportPath)
+	start := time.Now()
+	if _, err := goCmd(ctx, b.modRoot, b.env, args...); err != nil {
+		u.pkg.Err = fmt.Errorf("building instrumented test binary: %v", err)
+		fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
+		return
+	}
+	table := &sites.Table{Package: u.pkg.ImportPath, Sites: alloc.sites}
+	sitesPath := strings.TrimSuffix(bin, ".test") + ".sites.json"
+	if err := table.Save(sitesPath); err != nil {
+		u.pkg.Err = err
+		return
+	}
+	u.pkg.Binary, u.pkg.Sites = bin, sitesPath
+	fmt.Fprintf(b.log, "wafl: built %s (%v)\n", bin, time.Since(start).Round(time.Millisecond))
+}
+
+// goCmd runs the go command and returns its stdout; the error carries the
+// command's stderr (the compiler's messages).
+func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return stdout.String(), fmt.Errorf("go %s: %s", args[0], msg)
+	}
+	return stdout.String(), nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeIfChanged(path, append(data, '\n'))
+}
+
+// writeIfChanged writes data to path unless the file already holds it,
+// so that repeated builds keep the go build cache warm.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}

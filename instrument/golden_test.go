@@ -1,0 +1,131 @@
+package instrument
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// TestGolden instruments every testdata/golden/*.txtar case and compares
+// each rewritten file with its want/<file> section (a file without one must
+// come out unchanged). All cases are built into test binaries in one
+// module, so the rewritten code type-checks and compiles.
+func TestGolden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test binaries")
+	}
+	paths, err := filepath.Glob("testdata/golden/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	tmp := t.TempDir()
+	writeFile(t, filepath.Join(tmp, "go.mod"), "module example.com/golden\n\ngo 1.22\n")
+	archives := map[string]*txtar.Archive{}
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".txtar")
+		ar, err := txtar.ParseFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archives[name] = ar
+		dir := filepath.Join(tmp, name)
+		hasTest := false
+		for _, f := range ar.Files {
+			if strings.HasPrefix(f.Name, "want/") {
+				continue
+			}
+			hasTest = hasTest || strings.HasSuffix(f.Name, "_test.go")
+			writeFile(t, filepath.Join(dir, f.Name), string(f.Data))
+		}
+		if !hasTest {
+			t.Fatalf("%s: every case needs a _test.go file so that it is built", p)
+		}
+	}
+	res, err := Build(context.Background(), Config{Dir: tmp, WorkDir: filepath.Join(tmp, ".wafl"), Patterns: []string{"./..."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := map[string]*Package{}
+	for _, p := range res.Packages {
+		built[strings.TrimPrefix(p.ImportPath, "example.com/golden/")] = p
+	}
+	names := make([]string, 0, len(archives))
+	for n := range archives {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ar := archives[name]
+		t.Run(name, func(t *testing.T) {
+			p := built[name]
+			if p == nil {
+				t.Fatalf("package not in the result")
+			}
+			if p.Err != nil {
+				t.Fatalf("build failed: %v", p.Err)
+			}
+			want := map[string][]byte{}
+			for _, f := range ar.Files {
+				if w, ok := strings.CutPrefix(f.Name, "want/"); ok {
+					want[w] = f.Data
+				}
+			}
+			out := filepath.Join(tmp, ".wafl", "build", "example.com", "golden", name)
+			changed := false
+			var files []txtar.File
+			for _, f := range ar.Files {
+				if strings.HasPrefix(f.Name, "want/") {
+					continue
+				}
+				files = append(files, f)
+				got, err := os.ReadFile(filepath.Join(out, f.Name))
+				if os.IsNotExist(err) {
+					got, err = os.ReadFile(filepath.Join(out, "xtest_"+f.Name))
+				}
+				if os.IsNotExist(err) {
+					if _, ok := want[f.Name]; ok {
+						t.Errorf("%s: not rewritten, but the golden has want/%s", f.Name, f.Name)
+						changed = true
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = bytes.ReplaceAll(got, []byte(tmp), []byte("$DIR"))
+				files = append(files, txtar.File{Name: "want/" + f.Name, Data: got})
+				if w, ok := want[f.Name]; !ok || !bytes.Equal(w, got) {
+					changed = true
+					if !*update {
+						t.Errorf("%s: rewritten file differs from want/%s; got:\n%s", f.Name, f.Name, got)
+					}
+				}
+			}
+			if changed && *update {
+				ar.Files = files
+				if err := os.WriteFile(filepath.Join("testdata", "golden", name+".txtar"), txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func writeFile(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

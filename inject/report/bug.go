@@ -267,7 +267,7 @@ func stackLines(b *Bug, all bool) []string {
 	}
 	seen := 0
 	for i, l := range lines {
-		if goroutineRE.MatchString(l) {
+		if isGoroutineHeader(l) {
 			seen++
 			if seen == 2 {
 				return lines[:max(i-1, 0)]

@@ -107,7 +107,6 @@ func (c *Crash) Panicking() *Goroutine {
 var (
 	goroutineRE = regexp.MustCompile(`^goroutine (\d+)\b.*\[([^\]]*)\]:$`)
 	recoveredRE = regexp.MustCompile(` \[recovered(?:, [a-z]+)?\]$`)
-	fileLineRE  = regexp.MustCompile(`^(.*):(\d+)(?:\s.*)?$`)
 	createdRE   = regexp.MustCompile(`^created by (.+?)(?: in goroutine (\d+))?$`)
 )
 
@@ -147,7 +146,7 @@ func ParseCrash(text []byte) *Crash {
 	msgLines := []string{msg}
 	inMsg := true
 	i := start + 1
-	for ; i < len(lines) && !goroutineRE.MatchString(lines[i]); i++ {
+	for ; i < len(lines) && !isGoroutineHeader(lines[i]); i++ {
 		l := lines[i]
 		switch {
 		case strings.HasPrefix(l, "[signal "):
@@ -194,9 +193,21 @@ func splitLines(text []byte) []string {
 	return out
 }
 
+// isGoroutineHeader reports whether l is "goroutine N [state]:".
+func isGoroutineHeader(l string) bool {
+	return strings.HasPrefix(l, "goroutine ") && goroutineRE.MatchString(l)
+}
+
+func matchGoroutineHeader(l string) []string {
+	if !strings.HasPrefix(l, "goroutine ") {
+		return nil
+	}
+	return goroutineRE.FindStringSubmatch(l)
+}
+
 func hasGoroutineAfter(lines []string) bool {
 	for _, l := range lines {
-		if goroutineRE.MatchString(l) {
+		if isGoroutineHeader(l) {
 			return true
 		}
 		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
@@ -212,7 +223,7 @@ func parseGoroutines(lines []string) []Goroutine {
 	var cur *Goroutine
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if m := goroutineRE.FindStringSubmatch(l); m != nil {
+		if m := matchGoroutineHeader(l); m != nil {
 			id, _ := strconv.ParseInt(m[1], 10, 64)
 			out = append(out, Goroutine{ID: id, State: m[2]})
 			cur = &out[len(out)-1]
@@ -256,9 +267,24 @@ func funcName(l string) string {
 // system also " fp=... sp=... pc=...").
 func parseFileLine(l string) (string, int) {
 	l = strings.TrimPrefix(l, "\t")
-	if m := fileLineRE.FindStringSubmatch(l); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		return m[1], n
+	// The line number is the last ":digits" followed by the end or a
+	// space; a path may itself contain colons and spaces.
+	for end := len(l); end > 0; {
+		i := strings.LastIndexByte(l[:end], ':')
+		if i < 0 {
+			break
+		}
+		j := i + 1
+		for j < len(l) && l[j] >= '0' && l[j] <= '9' {
+			j++
+		}
+		if j > i+1 && (j == len(l) || l[j] == ' ') {
+			n, err := strconv.Atoi(l[i+1 : j])
+			if err == nil {
+				return l[:i], n
+			}
+		}
+		end = i
 	}
 	return l, 0
 }

@@ -149,3 +149,35 @@ func TestInternalFrames(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkParseCrash(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "crash", "nil_func_system.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if ParseCrash(data) == nil {
+			b.Fatal("no crash")
+		}
+	}
+}
+
+func TestParseFileLine(t *testing.T) {
+	for in, want := range map[string]Frame{
+		"\t/a/b.go:336":                         {File: "/a/b.go", Line: 336},
+		"\t/a/b.go:12 +0x2a":                    {File: "/a/b.go", Line: 12},
+		"\t/a/b.go:5 +0xc fp=0x1 sp=0x2 pc=0x3": {File: "/a/b.go", Line: 5},
+		"\t/dir with space/x:y.go:7 +0x1":       {File: "/dir with space/x:y.go", Line: 7},
+		"\tC:/src/p/a.go:9 +0x1":                {File: "C:/src/p/a.go", Line: 9},
+		"\t_testmain.go:58 +0xa5":               {File: "_testmain.go", Line: 58},
+		"\t?:0":                                 {File: "?", Line: 0},
+		"\tno line here":                        {File: "no line here"},
+	} {
+		f, n := parseFileLine(in)
+		if f != want.File || n != want.Line {
+			t.Errorf("parseFileLine(%q) = %q, %d; want %q, %d", in, f, n, want.File, want.Line)
+		}
+	}
+}

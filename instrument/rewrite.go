@@ -864,37 +864,58 @@ func markPositions(dec *decorator.Decorator, df *dst.File, fset *token.FileSet) 
 }
 
 // fixPositions keeps every original statement on its original line: where
-// the printed line differs from the one the compiler would compute, the
-// marker becomes a /*line file:line:col*/ directive.
+// the line the compiler would compute differs from the original one, the
+// marker becomes a /*line file:line:col*/ directive; other markers go away.
+// A marker the printer left at the end of a line (or alone on one) belongs
+// to the statement on the next line and moves there; lines left empty by
+// removed markers are dropped.
 func fixPositions(src []byte, filename string) []byte {
 	var out bytes.Buffer
 	lines := bytes.SplitAfter(src, []byte("\n"))
-	basePrinted, baseMapped := 1, 1
-	for i, line := range lines {
-		printed := i + 1
+	outLine, baseOut, baseMapped := 0, 1, 1
+	var pending []byte // a marker moved from the previous line
+	for _, line := range lines {
+		if len(line) == 0 {
+			continue
+		}
+		if pending != nil {
+			indent := len(line) - len(bytes.TrimLeft(line, " \t"))
+			line = append(append(append([]byte{}, line[:indent]...), pending...), line[indent:]...)
+			pending = nil
+		}
+		hadMarker := false
+		var rebuilt []byte
+		rest := line
 		for {
-			loc := posMarker.FindSubmatchIndex(line)
+			loc := posMarker.FindSubmatchIndex(rest)
 			if loc == nil {
 				break
 			}
-			l, _ := strconv.Atoi(string(line[loc[2]:loc[3]]))
-			col, _ := strconv.Atoi(string(line[loc[4]:loc[5]]))
-			mapped := baseMapped + printed - basePrinted
-			var repl []byte
-			if len(bytes.TrimSpace(line[loc[1]:])) == 0 && l > 1 {
-				// The printer left the marker at the end of the line
-				// before its statement: map the next line.
-				if baseMapped+printed+1-basePrinted != l {
-					repl = []byte(fmt.Sprintf("/*line %s:%d:%d*/", filename, l-1, 1))
-					basePrinted, baseMapped = printed+1, l
-				}
-			} else if mapped != l {
-				repl = []byte(fmt.Sprintf("/*line %s:%d:%d*/", filename, l, col))
-				basePrinted, baseMapped = printed, l
+			hadMarker = true
+			if len(bytes.TrimSpace(rest[loc[1]:])) == 0 {
+				pending = append([]byte{}, rest[loc[0]:loc[1]]...)
+				rest = append(append([]byte{}, rest[:loc[0]]...), bytes.TrimLeft(rest[loc[1]:], " \t")...)
+				break
 			}
-			line = append(append(append([]byte{}, line[:loc[0]]...), repl...), line[loc[1]:]...)
+			rebuilt = append(rebuilt, rest[:loc[0]]...)
+			l, _ := strconv.Atoi(string(rest[loc[2]:loc[3]]))
+			col, _ := strconv.Atoi(string(rest[loc[4]:loc[5]]))
+			if baseMapped+(outLine+1)-baseOut != l {
+				rebuilt = append(rebuilt, fmt.Sprintf("/*line %s:%d:%d*/", filename, l, col)...)
+				baseOut, baseMapped = outLine+1, l
+			}
+			rest = rest[loc[1]:]
 		}
-		out.Write(line)
+		line = append(rebuilt, rest...)
+		if hadMarker && len(bytes.TrimSpace(line)) == 0 {
+			continue // the line held only markers
+		}
+		if pending != nil && !bytes.HasSuffix(line, []byte("\n")) {
+			line = append(line, '\n')
+		}
+		outLine++
+		out.Write(bytes.TrimRight(line, " \t\n"))
+		out.WriteByte('\n')
 	}
 	return out.Bytes()
 }

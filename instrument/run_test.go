@@ -1,0 +1,217 @@
+package instrument
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/record"
+	"github.com/memorder/wafl/record/trace"
+)
+
+// runModule writes the testdata/run cases as packages of one module,
+// instruments them all and returns the module directory and the result.
+func runModule(t *testing.T) (string, map[string]*Package) {
+	t.Helper()
+	paths, err := filepath.Glob("testdata/run/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no run cases: %v", err)
+	}
+	tmp := t.TempDir()
+	writeFile(t, filepath.Join(tmp, "go.mod"), "module example.com/run\n\ngo 1.22\n")
+	for _, p := range paths {
+		ar, err := txtar.ParseFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".txtar")
+		for _, f := range ar.Files {
+			writeFile(t, filepath.Join(tmp, name, f.Name), string(f.Data))
+		}
+	}
+	res, err := Build(context.Background(), Config{Dir: tmp, Patterns: []string{"./..."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]*Package{}
+	for _, p := range res.Packages {
+		if p.Err != nil {
+			t.Fatalf("%s: %v", p.ImportPath, p.Err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, "example.com/run/")] = p
+	}
+	return tmp, pkgs
+}
+
+// TestRun compiles instrumented programs and runs them: same output as the
+// original, panics on the user's lines, and the recorded events.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs test binaries")
+	}
+	mod, pkgs := runModule(t)
+
+	t.Run("same-output", func(t *testing.T) {
+		orig := runOriginal(t, mod, "semantics", false)
+		inst := runInstrumented(t, pkgs["semantics"], nil, false)
+		if orig != inst {
+			t.Errorf("instrumented output differs:\noriginal:\n%s\ninstrumented:\n%s", orig, inst)
+		}
+		for _, want := range []string{"order [a b] 1 2 10", "go arg=1,fval=10,lit=101", "testmain done", "recovered true"} {
+			if !strings.Contains(orig, want) {
+				t.Errorf("original output lacks %q:\n%s", want, orig)
+			}
+		}
+	})
+
+	t.Run("panic-line", func(t *testing.T) {
+		re := regexp.MustCompile(`panicline\.go:\d+`)
+		orig := re.FindString(runOriginal(t, mod, "panicline", true))
+		inst := re.FindString(runInstrumented(t, pkgs["panicline"], nil, true))
+		if orig == "" || orig != inst {
+			t.Errorf("panic location: original %q, instrumented %q", orig, inst)
+		}
+		if orig != "panicline.go:22" {
+			t.Errorf("original panic at %q, want panicline.go:22", orig)
+		}
+	})
+
+	t.Run("events", func(t *testing.T) {
+		p := pkgs["events"]
+		raw := filepath.Join(t.TempDir(), "raw")
+		runInstrumented(t, p, []string{"WAFL_MODE=record", "WAFL_TRACE=" + raw}, false)
+		arrows := raw + ".arrows"
+		if _, err := trace.Convert(raw, arrows, trace.Meta{Package: p.ImportPath, Test: "TestRun"}); err != nil {
+			t.Fatal(err)
+		}
+		checkEvents(t, p, arrows)
+	})
+}
+
+type event struct {
+	g, obj uint64
+	clock  uint32
+	site   uint32
+	op     record.Op
+}
+
+func checkEvents(t *testing.T, p *Package, path string) {
+	tab, err := sites.Load(p.Sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var evs []event
+	for r.Next() {
+		b := r.Batch()
+		for i := 0; i < b.Len(); i++ {
+			evs = append(evs, event{b.G[i], b.Obj[i], b.Clock[i], b.Site[i], record.Op(b.Op[i])})
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// find returns the only event at the site of kind whose expression is
+	// expr in events.go on line.
+	find := func(kind, expr string, line int, op record.Op) event {
+		t.Helper()
+		var id uint32
+		for _, s := range tab.Sites {
+			if s.Kind == kind && s.Expr == expr && s.Line == line && filepath.Base(s.File) == "events.go" {
+				id = s.ID
+			}
+		}
+		if id == 0 {
+			t.Fatalf("no %s site for %s at events.go:%d in %s", kind, expr, line, p.Sites)
+		}
+		var found []event
+		for _, e := range evs {
+			if e.site == id {
+				found = append(found, e)
+			}
+		}
+		if len(found) != 1 || found[0].op != op {
+			t.Fatalf("site %d (%s %s line %d): events %+v, want one %v", id, kind, expr, line, found, op)
+		}
+		return found[0]
+	}
+	init := find("init", "s.conf", 12, record.OpInit)
+	use := find("use", "s.conf", 14, record.OpUse)
+	disp := find("dispose", "s.conf", 17, record.OpDispose)
+	closeEv := find("close", "done", 18, record.OpDispose)
+	send := find("send", "s.ch", 21, record.OpUse)
+	chInit := find("init", "s.ch", 13, record.OpInit)
+	if init.obj != use.obj || init.obj != disp.obj || init.obj == 0 {
+		t.Errorf("s.conf events on different objects: init %x use %x dispose %x", init.obj, use.obj, disp.obj)
+	}
+	if init.g != use.g || init.g != send.g || disp.g == init.g || closeEv.g != disp.g {
+		t.Errorf("goroutines: init %d use %d send %d dispose %d close %d", init.g, use.g, send.g, disp.g, closeEv.g)
+	}
+	if send.obj == chInit.obj {
+		t.Errorf("send's object is the slot %x, want the channel", send.obj)
+	}
+	var forks []event
+	for _, e := range evs {
+		if e.op == record.OpFork {
+			forks = append(forks, e)
+		}
+	}
+	ok := false
+	for _, f := range forks {
+		if f.g == init.g && f.obj == disp.g {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("no fork event from the parent %d to the child %d: %+v", init.g, disp.g, forks)
+	}
+}
+
+// runOriginal runs the package's tests uninstrumented and returns their
+// output without the test framework's lines.
+func runOriginal(t *testing.T, mod, pkg string, wantFail bool) string {
+	t.Helper()
+	cmd := exec.Command("go", "test", "-count=1", "-v", "./"+pkg)
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if (err != nil) != wantFail {
+		t.Fatalf("go test %s: %v\n%s", pkg, err, out)
+	}
+	return testOutput(string(out))
+}
+
+func runInstrumented(t *testing.T, p *Package, env []string, wantFail bool) string {
+	t.Helper()
+	cmd := exec.Command(p.Binary, "-test.v", "-test.count=1")
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if (err != nil) != wantFail {
+		t.Fatalf("%s: %v\n%s", p.Binary, err, out)
+	}
+	return testOutput(string(out))
+}
+
+var frameworkLine = regexp.MustCompile(`^(=== RUN|--- PASS|--- FAIL|PASS$|FAIL|ok |exit status)`)
+
+func testOutput(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !frameworkLine.MatchString(l) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -47,6 +46,12 @@ type Options struct {
 	Trace string
 	// BinaryHash is written into the plan's provenance ("sha256:<hex>").
 	BinaryHash string
+	// RowSpill makes pass 1 write a compact copy of the trace's rows to
+	// TempDir (32 bytes a row, about the trace's size) that passes 2 and 3
+	// read instead of decoding the trace twice more. It pays off when
+	// TempDir is fast (tmpfs) and decoding is slow; on a plain disk the
+	// writes cost more than they save.
+	RowSpill bool
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -91,8 +96,9 @@ type Stats struct {
 	Locations    int // distinct delay locations ℓ1
 	Interference int // (ℓ1, ℓ*) interference entries
 
-	Passes     int // passes over the trace
-	Partitions int // object-hash partition groups (1 unless spilled)
+	Passes     int  // passes over the trace or its row spill
+	RowSpill   bool // passes 2 and 3 read the row spill
+	Partitions int  // object-hash partition groups (1 unless spilled)
 	Truncated  bool
 	Malformed  int64 // rows skipped: unknown op, site 0, ragged columns
 	Duration   time.Duration
@@ -128,6 +134,13 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		stats:  &Stats{},
 	}
 	defer a.store.close()
+	if opts.RowSpill {
+		if a.rows, err = newRowSpill(opts.TempDir); err != nil {
+			return nil, nil, err
+		}
+		defer a.rows.close()
+		a.stats.RowSpill = true
+	}
 	meta, err := a.pass1()
 	if err != nil {
 		return nil, nil, err
@@ -187,17 +200,26 @@ type analysis struct {
 	delta  int64
 	forest *forest
 	store  *lifecycleStore
+	rows   *rowSpill // nil: passes 2 and 3 reopen the source
 	index  *objIndex
 	mask   uint64 // partitions handled by the current pair pass
 	pairs  map[pairKey]*pairAgg
 	ivs    map[ivKey]*ivList
 	stats  *Stats
 
-	// one-entry caches for the hot pair path
-	lastPK pairKey
-	lastPA *pairAgg
-	lastIK ivKey
-	lastIL *ivList
+	// direct-mapped caches in front of pairs and ivs for the hot pair path
+	pcache [1 << 10]pairSlot
+	icache [1 << 12]ivSlot
+}
+
+type pairSlot struct {
+	k pairKey
+	p *pairAgg
+}
+
+type ivSlot struct {
+	k ivKey
+	l *ivList
 }
 
 // pairKey is a candidate pair {ℓ1, ℓ2} of one kind.
@@ -228,36 +250,96 @@ type interval struct{ lo, hi int64 } // closed
 
 // scan runs fn over every batch of a fresh Source and handles the
 // Source's end: a truncation becomes a warning (once), other errors fail.
-func (a *analysis) scan(pass string, fn func(c *Columns)) (Meta, error) {
+//
+// Decoding runs in its own goroutine, one batch ahead: it copies each batch
+// into one of a few recycled buffers, so that on two cores decoding and
+// analysis overlap.
+func (a *analysis) scan(pass string, fn func(c *Columns)) (meta Meta, err error) {
 	a.stats.Passes++
 	src, err := a.open()
 	if err != nil {
 		return Meta{}, passError(pass, err)
 	}
-	defer src.Close()
-	meta := src.Meta()
-	for src.Next() {
-		if err := a.ctx.Err(); err != nil {
-			return meta, err
-		}
-		fn(src.Batch())
+	meta = src.Meta()
+	const inFlight = 3
+	full := make(chan *Columns, inFlight)
+	free := make(chan *Columns, inFlight)
+	for i := 0; i < inFlight; i++ {
+		free <- &Columns{}
 	}
-	if err := src.Err(); err != nil {
-		if !IsTruncated(err) {
-			return meta, passError(pass, err)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		defer close(full)
+		for src.Next() {
+			var c *Columns
+			select {
+			case c = <-free:
+			case <-stop:
+				done <- nil
+				return
+			}
+			copyColumns(c, src.Batch())
+			full <- c
+		}
+		done <- src.Err()
+	}()
+	for c := range full {
+		if a.ctx.Err() != nil {
+			break
+		}
+		fn(c)
+		free <- c
+	}
+	close(stop)
+	for range full {
+	}
+	srcErr := <-done
+	if cerr := src.Close(); cerr != nil && srcErr == nil {
+		srcErr = cerr
+	}
+	if err := a.ctx.Err(); err != nil {
+		return meta, err
+	}
+	if srcErr != nil {
+		if !IsTruncated(srcErr) {
+			return meta, passError(pass, srcErr)
 		}
 		if !a.stats.Truncated {
 			a.stats.Truncated = true
-			a.stats.warnf("trace truncated, analyzed the readable prefix (%d events): %v", a.stats.Events, err)
+			a.stats.warnf("trace truncated, analyzed the readable prefix (%d events): %v", a.stats.Events, srcErr)
 		}
-	}
-	if err := src.Close(); err != nil && !errors.Is(err, errClosed) {
-		return meta, passError(pass, err)
 	}
 	return meta, nil
 }
 
-var errClosed = errors.New("already closed")
+// copyColumns copies src into dst, reusing dst's arrays.
+func copyColumns(dst, src *Columns) {
+	dst.Time = append(dst.Time[:0], src.Time...)
+	dst.G = append(dst.G[:0], src.G...)
+	dst.Clock = append(dst.Clock[:0], src.Clock...)
+	dst.Site = append(dst.Site[:0], src.Site...)
+	dst.Obj = append(dst.Obj[:0], src.Obj...)
+	dst.Op = append(dst.Op[:0], src.Op...)
+}
+
+// rescan runs fn over the rows again for passes 2 and 3: from the row
+// spill when there is one, else from a fresh Source.
+func (a *analysis) rescan(pass string, fn func(c *Columns)) error {
+	if a.rows == nil {
+		_, err := a.scan(pass, fn)
+		return err
+	}
+	a.stats.Passes++
+	if err := a.rows.scan(func(c *Columns) {
+		if a.ctx.Err() == nil {
+			fn(c)
+		}
+	}); err != nil {
+		return passError(pass, err)
+	}
+	return a.ctx.Err()
+}
 
 // pass1 reads the fork edges and the lifecycle events.
 func (a *analysis) pass1() (Meta, error) {
@@ -274,15 +356,19 @@ func (a *analysis) pass1() (Meta, error) {
 		ops := c.Op[:n]
 		for i, op := range ops {
 			switch op {
-			case opUse:
-				if c.Site[i] == 0 {
+			case opUse, opInit, opDispose:
+				if site := c.Site[i]; site == 0 || site > maxSite {
 					a.stats.Malformed++
 					continue
 				}
-				a.stats.Uses++
-			case opInit, opDispose:
-				if c.Site[i] == 0 {
-					a.stats.Malformed++
+				if a.rows != nil {
+					if err := a.rows.add(c, i); err != nil {
+						serr = err
+						return
+					}
+				}
+				if op == opUse {
+					a.stats.Uses++
 					continue
 				}
 				a.stats.Lifecycle++
@@ -301,6 +387,9 @@ func (a *analysis) pass1() (Meta, error) {
 	if err == nil {
 		err = serr
 	}
+	if err == nil && a.rows != nil {
+		err = a.rows.flush()
+	}
 	return meta, err
 }
 
@@ -314,7 +403,7 @@ func (a *analysis) pass1() (Meta, error) {
 // events are concurrent by forks.
 func (a *analysis) pass2() error {
 	full := a.mask == ^uint64(0)
-	_, err := a.scan("pass 2 (pairs)", func(c *Columns) {
+	return a.rescan("pass 2 (pairs)", func(c *Columns) {
 		n := c.Len()
 		ops := c.Op[:n]
 		for i, op := range ops {
@@ -322,7 +411,7 @@ func (a *analysis) pass2() error {
 				continue
 			}
 			site := c.Site[i]
-			if site == 0 {
+			if site == 0 || site > maxSite {
 				continue
 			}
 			obj := c.Obj[i]
@@ -367,7 +456,6 @@ func (a *analysis) pass2() error {
 			}
 		}
 	})
-	return err
 }
 
 // inWindow reports whether 0 ≤ t2 − t1 < delta without overflow.
@@ -392,14 +480,16 @@ func (a *analysis) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint3
 	}
 	a.stats.Instances++
 	gap := t2 - t1
-	p := a.lastPA
-	if p == nil || a.lastPK != k {
+	ph := (uint64(k.first)*0x9E3779B97F4A7C15 ^ uint64(k.second)*0xC2B2AE3D27D4EB4F ^ uint64(k.kind)) >> 54
+	ps := &a.pcache[ph]
+	p := ps.p
+	if p == nil || ps.k != k {
 		p = a.pairs[k]
 		if p == nil {
 			p = &pairAgg{minGap: gap, maxGap: gap, obj: obj}
 			a.pairs[k] = p
 		}
-		a.lastPK, a.lastPA = k, p
+		*ps = pairSlot{k, p}
 	}
 	p.count++
 	p.minGap = min(p.minGap, gap)
@@ -415,14 +505,16 @@ func (a *analysis) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint3
 		lo = math.MinInt64
 	}
 	ik := ivKey{k.first, g2}
-	l := a.lastIL
-	if l == nil || a.lastIK != ik {
+	ih := (uint64(k.first)*0x9E3779B97F4A7C15 ^ g2*0xC2B2AE3D27D4EB4F) >> 52
+	is := &a.icache[ih]
+	l := is.l
+	if l == nil || is.k != ik {
 		l = a.ivs[ik]
 		if l == nil {
 			l = &ivList{cur: interval{lo, t2}}
 			a.ivs[ik] = l
 		}
-		a.lastIK, a.lastIL = ik, l
+		*is = ivSlot{ik, l}
 	}
 	l.add(interval{lo, t2})
 }

@@ -408,12 +408,20 @@ func TestSpilledAnalysisMatchesInMemory(t *testing.T) {
 	rows := randomTrace(1, 20000, 3000)
 	mem, mst := analyzeRows(t, rows, Options{})
 	sp, sst := analyzeRows(t, rows, Options{MemoryBudget: 1, TempDir: t.TempDir()})
+	re, rst := analyzeRows(t, rows, Options{RowSpill: true, TempDir: t.TempDir()})
+	if mst.RowSpill || !rst.RowSpill || rst.Passes != 3 {
+		t.Fatalf("row spill: default %v, RowSpill %v (%d passes)", mst.RowSpill, rst.RowSpill, rst.Passes)
+	}
+	re.Provenance.Created = ""
 	if sst.Partitions < 2 || mst.Partitions != 1 {
 		t.Fatalf("partitions: in memory %d, spilled %d", mst.Partitions, sst.Partitions)
 	}
 	mem.Provenance.Created, sp.Provenance.Created = "", ""
 	if !reflect.DeepEqual(mem, sp) {
 		t.Fatalf("spilled plan differs from in-memory plan:\n%v\n%v", mem, sp)
+	}
+	if !reflect.DeepEqual(mem, re) {
+		t.Fatalf("plan from the row spill differs from the plan from re-reading the source:\n%v\n%v", mem, re)
 	}
 	if mem.Empty() {
 		t.Fatal("random trace produced no candidates; the test is vacuous")

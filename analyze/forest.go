@@ -8,18 +8,16 @@ import (
 
 // forest collects the trace's fork edges during pass 1 and then answers
 // the fork happens-before question of the WAFL thesis §4.1 through
-// lcc.Forest. Goroutines with no known parent are concurrent with every
-// other goroutine.
+// lcc.Forest (its Parent and Depth; the reference tests check the result
+// against lcc.Forest.Concurrent). Goroutines with no known parent are
+// concurrent with every other goroutine.
 type forest struct {
 	edges  []lcc.Edge
 	parent map[uint64]struct{} // children already given a parent
 	f      *lcc.Forest
 	dupes  int // fork rows naming an already-forked child or the parent itself
 
-	// one-entry cache: consecutive instances mostly repeat the same query
-	lastQ [2]lcc.Event
-	lastR bool
-	haveQ bool
+	cache [1 << 12]limitSlot // see limit
 }
 
 func newForest() *forest {
@@ -49,14 +47,46 @@ func (f *forest) build() error {
 
 func (f *forest) goroutines() int { return f.f.Len() }
 
-// concurrent reports whether two events of different goroutines are
-// unordered by forks.
-func (f *forest) concurrent(g1 uint64, c1 uint32, g2 uint64, c2 uint32) bool {
-	q := [2]lcc.Event{{G: g1, Clock: c1}, {G: g2, Clock: c2}}
-	if f.haveQ && f.lastQ == q {
-		return f.lastR
+// limit returns the counter anc had when it forked the branch leading to
+// desc, or -1 when anc is not a proper ancestor of desc, so that
+// (anc, c) happens before any event of desc iff c ≤ limit. Results are
+// kept in a direct-mapped cache.
+func (f *forest) limit(anc, desc uint64) int64 {
+	h := (anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F) >> 52
+	s := &f.cache[h]
+	if s.ok && s.anc == anc && s.desc == desc {
+		return s.lim
 	}
-	r := f.f.Concurrent(q[0], q[1])
-	f.lastQ, f.lastR, f.haveQ = q, r, true
-	return r
+	lim := int64(-1)
+	// Walk up from desc; depth bounds the walk (the forest has no cycles).
+	x := desc
+	for steps := f.f.Depth(desc); steps > 0; steps-- {
+		t, ok := f.f.Parent(x)
+		if !ok {
+			break
+		}
+		if t.Parent == anc {
+			lim = int64(t.Clock)
+			break
+		}
+		x = t.Parent
+	}
+	*s = limitSlot{anc: anc, desc: desc, lim: lim, ok: true}
+	return lim
+}
+
+type limitSlot struct {
+	anc, desc uint64
+	lim       int64
+	ok        bool
+}
+
+// concurrent reports whether two events of different goroutines are
+// unordered by forks (lcc.Forest.Concurrent, with the ancestor lookups
+// cached).
+func (f *forest) concurrent(g1 uint64, c1 uint32, g2 uint64, c2 uint32) bool {
+	if g1 == g2 {
+		return false
+	}
+	return int64(c1) > f.limit(g1, g2) && int64(c2) > f.limit(g2, g1)
 }

@@ -255,10 +255,14 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 	}
 	perG = nil
 	m := newMarks(len(plan.Locations))
-	var lastG uint64
-	var lastX *winIndex
-	haveLast := false
-	_, err := a.scan("pass 3 (interference)", func(c *Columns) {
+	// direct-mapped cache in front of idx, remembering misses too
+	type gSlot struct {
+		g  uint64
+		x  *winIndex
+		ok bool
+	}
+	gcache := make([]gSlot, 1<<12)
+	err := a.rescan("pass 3 (interference)", func(c *Columns) {
 		n := c.Len()
 		for i, op := range c.Op[:n] {
 			if op < opInit || op > opDispose {
@@ -269,10 +273,11 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 				continue
 			}
 			g := c.G[i]
-			if !haveLast || g != lastG {
-				lastG, lastX, haveLast = g, idx[g], true
+			gs := &gcache[(g*0x9E3779B97F4A7C15)>>52]
+			if !gs.ok || gs.g != g {
+				*gs = gSlot{g, idx[g], true}
 			}
-			x := lastX
+			x := gs.x
 			if x == nil {
 				continue
 			}

@@ -3,6 +3,8 @@ package analyze
 import (
 	"errors"
 	"fmt"
+
+	"github.com/memorder/wafl/record/trace"
 )
 
 // Columns is one batch of trace rows in column form, the shape of
@@ -51,24 +53,13 @@ type Source interface {
 type Opener func() (Source, error)
 
 // ErrTruncated marks a Source error after which the rows already read are
-// a valid prefix of the trace (the recorder died mid-write). Sources wrap
-// it; record/trace.ErrTruncated is treated the same way.
-var ErrTruncated = errors.New("trace truncated")
-
-// truncatedErrs are the sentinel errors that mean "valid prefix". The
-// record/trace adapter adds trace.ErrTruncated.
-var truncatedErrs = []error{ErrTruncated}
+// a valid prefix of the trace (the recorder died mid-write). It is
+// record/trace.ErrTruncated.
+var ErrTruncated = trace.ErrTruncated
 
 // IsTruncated reports whether err says the trace ended early but its
 // prefix is readable.
-func IsTruncated(err error) bool {
-	for _, t := range truncatedErrs {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
-}
+func IsTruncated(err error) bool { return errors.Is(err, ErrTruncated) }
 
 // SliceSource is a Source over batches held in memory, for tests and for
 // callers that already have columns.

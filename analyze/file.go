@@ -1,0 +1,114 @@
+package analyze
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memorder/wafl/plans"
+	"github.com/memorder/wafl/record/trace"
+)
+
+// File analyzes the Arrow IPC trace at path (record/trace) and returns the
+// plan of its test. It reads the file three times, streaming; see Run.
+// Errors name the file. When opts.BinaryHash is empty and the trace's
+// binary exists, its SHA-256 goes into the plan's provenance.
+func File(ctx context.Context, path string, opts Options) (*plans.Plan, *Stats, error) {
+	if opts.Trace == "" {
+		opts.Trace = path
+	}
+	open := func() (Source, error) {
+		r, err := trace.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return &traceSource{r: r}, nil
+	}
+	if opts.BinaryHash == "" {
+		if r, err := trace.Open(path); err == nil {
+			bin := r.Meta().Binary
+			r.Close()
+			if bin != "" {
+				if h, err := hashFile(bin); err == nil {
+					opts.BinaryHash = h
+				}
+			}
+		}
+	}
+	p, st, err := Run(ctx, open, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analyze %s: %w", path, err)
+	}
+	return p, st, nil
+}
+
+// Reader analyzes a trace stream held in memory or produced on the fly:
+// open must return a fresh reader over the same bytes for every pass.
+func Reader(ctx context.Context, name string, open func() (io.Reader, error), opts Options) (*plans.Plan, *Stats, error) {
+	if opts.Trace == "" {
+		opts.Trace = name
+	}
+	p, st, err := Run(ctx, func() (Source, error) {
+		rd, err := open()
+		if err != nil {
+			return nil, err
+		}
+		r, err := trace.NewReader(rd)
+		if err != nil {
+			return nil, err
+		}
+		return &traceSource{r: r}, nil
+	}, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analyze %s: %w", name, err)
+	}
+	return p, st, nil
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// traceSource adapts a *trace.Reader to Source.
+type traceSource struct {
+	r      *trace.Reader
+	cols   Columns
+	closed bool
+}
+
+func (s *traceSource) Meta() Meta {
+	m := s.r.Meta()
+	return Meta{Package: m.Package, Test: m.Test, Binary: m.Binary, Sites: m.Sites}
+}
+
+func (s *traceSource) Next() bool {
+	if !s.r.Next() {
+		return false
+	}
+	b := s.r.Batch()
+	s.cols = Columns{Time: b.Time, G: b.G, Clock: b.Clock, Site: b.Site, Obj: b.Obj, Op: b.Op}
+	return true
+}
+
+func (s *traceSource) Batch() *Columns { return &s.cols }
+func (s *traceSource) Err() error      { return s.r.Err() }
+
+func (s *traceSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.r.Close()
+}

@@ -70,7 +70,7 @@ reproduces the pattern of a real, fixed MEMORDER bug of a well-known Go project
 project fixed it. The code is written from the bug descriptions, simplified to
 the racing accesses; it is not copied from the projects.
 
-Every bug is built so that, in a plain run, the racing pair executes about 5 ms
+Every bug is built so that, in a plain run, the racing pair executes about 8 ms
 apart in the safe order (the victim waits on a timer, a sleep or an API
 round trip), and the test crashes with a real panic when the goroutine of the
 first access is delayed by 1.25× that gap — what \`wafl detect\` does.

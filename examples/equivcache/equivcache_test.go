@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// The informer's LIST takes 5 ms; Create runs microseconds after Start.
+// The informer's LIST takes 8 ms; Create runs microseconds after Start.
 func TestServiceAddInvalidatesCache(t *testing.T) {
-	inf := NewServiceInformer([]string{"kubernetes", "kube-dns"}, 5*time.Millisecond)
+	inf := NewServiceInformer([]string{"kubernetes", "kube-dns"}, 8*time.Millisecond)
 	f := NewScheduler(inf)
 	<-inf.Done()
 	if got := f.EquivalenceCache().Invalidations("CheckServiceAffinity"); got != 2 {

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// The listener needs 5 ms to come up; the system imports are registered
+// The listener needs 8 ms to come up; the system imports are registered
 // microseconds after Start, so Shutdown normally comes after them.
 func TestShutdownRightAfterStart(t *testing.T) {
-	s := NewServer(5 * time.Millisecond)
+	s := NewServer(8 * time.Millisecond)
 	s.Start()
 	if !s.ReadyForConnections(5 * time.Second) {
 		t.Fatal("server not ready")

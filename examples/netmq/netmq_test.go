@@ -6,12 +6,12 @@ import (
 )
 
 // The reader handles a message right away; the peer resets the connection
-// 5 ms later.
+// 8 ms later.
 func TestAbruptDisconnect(t *testing.T) {
 	p := &Poller{handled: make(map[string]int)}
 	c := Open(p)
 	c.Deliver(Packet{Kind: "MESSAGE", Body: "hello"})
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(8 * time.Millisecond)
 	c.Terminate(Packet{Kind: "DISCONNECT"})
 	if p.Handled("MESSAGE") != 1 || p.Handled("DISCONNECT") != 1 {
 		t.Fatalf("handled MESSAGE=%d DISCONNECT=%d, want 1 and 1", p.Handled("MESSAGE"), p.Handled("DISCONNECT"))

@@ -6,11 +6,11 @@ import (
 )
 
 // The stack queues its router solicitation as soon as the link is up; the
-// device is closed 5 ms later without anyone reading it.
+// device is closed 8 ms later without anyone reading it.
 func TestCloseDiscardsUnreadPackets(t *testing.T) {
 	tun := New()
 	s := Up(tun)
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(8 * time.Millisecond)
 	discarded := tun.Close()
 	s.Wait()
 	if discarded+int(tun.Dropped()) != 1 {

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// The idle timer fires 5 ms after Dial starts the watcher; the subchannel is
+// The idle timer fires 8 ms after Dial starts the watcher; the subchannel is
 // created within microseconds, so ExitIdle normally finds it.
 func TestDialExitIdle(t *testing.T) {
-	cc, err := Dial("passthrough:///10.0.0.1:443,10.0.0.2:443", 5*time.Millisecond)
+	cc, err := Dial("passthrough:///10.0.0.1:443,10.0.0.2:443", 8*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

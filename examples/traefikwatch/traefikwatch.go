@@ -109,4 +109,4 @@ func (p *Provider) Stop() {
 }
 
 // settle is how long a caller waits for the first configuration.
-const settle = 5 * time.Millisecond
+const settle = 8 * time.Millisecond

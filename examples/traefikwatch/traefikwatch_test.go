@@ -6,7 +6,7 @@ import (
 )
 
 // The informers send their initial LIST right after WatchAll; the provider is
-// stopped after the configuration had 5 ms to settle.
+// stopped after the configuration had 8 ms to settle.
 func TestProviderStop(t *testing.T) {
 	c := NewClient(map[string][]string{"secrets": {"default/basic-auth"}})
 	p := &Provider{}

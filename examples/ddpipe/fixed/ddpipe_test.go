@@ -7,12 +7,12 @@ import (
 )
 
 // The first metric is flushed (dialing the pipe) right away; the client is
-// closed 5 ms later.
+// closed 8 ms later.
 func TestCloseAfterFirstMetric(t *testing.T) {
 	pipe := &MemPipe{}
 	c := New(`\\.\pipe\dogstatsd`, pipe.Dial)
 	c.Count("requests", 1)
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(8 * time.Millisecond)
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

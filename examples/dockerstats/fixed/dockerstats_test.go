@@ -6,9 +6,9 @@ import (
 )
 
 // A container starts as soon as `docker stats` subscribes to events; the
-// stats round of the one running container takes 5 ms.
+// stats round of the one running container takes 8 ms.
 func TestStatsNoStreamWhileContainerStarts(t *testing.T) {
-	d := NewDaemon(5*time.Millisecond, "db")
+	d := NewDaemon(8*time.Millisecond, "db")
 	starter := make(chan struct{})
 	go func() {
 		defer close(starter)

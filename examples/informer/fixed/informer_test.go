@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// The informer's LIST takes 5 ms; NewController sets the lister within
+// The informer's LIST takes 8 ms; NewController sets the lister within
 // microseconds of registering its handler.
 func TestControllerSeesAllObjects(t *testing.T) {
 	objs := []*Object{{Key: "default/api", Replicas: 3}, {Key: "default/db", Replicas: 1}, {Key: "kube-system/dns", Replicas: 2}}
-	inf := NewInformer(objs, 5*time.Millisecond)
+	inf := NewInformer(objs, 8*time.Millisecond)
 	inf.Run()
 	c := NewController(inf)
 	WaitForCacheSync(inf)

@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// The shutdown comes 5 ms after startup begins; enabling three accounts takes
+// The shutdown comes 8 ms after startup begins; enabling three accounts takes
 // microseconds.
 func TestConcurrentStartupShutdown(t *testing.T) {
 	s := NewServer()
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(8 * time.Millisecond)
 		s.Shutdown()
 	}()
 	err := s.EnableJetStream([]string{"A", "B", "C"})

@@ -6,17 +6,17 @@ import (
 )
 
 // The consumer computes its pending count as soon as it starts; the stream is
-// deleted after five publishes spaced 1 ms apart.
+// deleted after eight publishes spaced 1 ms apart.
 func TestDeleteStreamWithConsumer(t *testing.T) {
 	mset := NewStream("ORDERS")
 	o := mset.AddConsumer()
 	var last uint64
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 8; i++ {
 		last = mset.Publish("orders.new")
 		time.Sleep(time.Millisecond)
 	}
-	if last != 5 {
-		t.Fatalf("last sequence = %d, want 5", last)
+	if last != 8 {
+		t.Fatalf("last sequence = %d, want 8", last)
 	}
 	mset.Delete()
 	select {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The reader blocks in Receive right away; the subscription is closed 5 ms
+// The reader blocks in Receive right away; the subscription is closed 8 ms
 // later from another goroutine.
 func TestCloseWhileReceiving(t *testing.T) {
 	server := make(chan Message)
@@ -21,7 +21,7 @@ func TestCloseWhileReceiving(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(8 * time.Millisecond)
 	if err := ps.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

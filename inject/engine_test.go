@@ -526,3 +526,40 @@ func BenchmarkAtWatched(b *testing.B) {
 		At(3, unsafe.Pointer(&x))
 	}
 }
+
+// BenchmarkAtWatchedParallel: watched-site events from all Ps at once
+// (each goroutine swaps its own slot of the goroutine table).
+func BenchmarkAtWatchedParallel(b *testing.B) {
+	defer installTestEngine(b)()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var x int
+		for pb.Next() {
+			At(3, unsafe.Pointer(&x))
+		}
+	})
+}
+
+// BenchmarkAtDecision: a live location at P = 0.5 (decay off) with a
+// 1 ns delay and a no-op sleep: about half the instances take the
+// probability skip, half the whole delay path (caps, bookkeeping) without
+// sleeping.
+func BenchmarkAtDecision(b *testing.B) {
+	p := testPlan(location(1, 1, 0.5, 3))
+	p.Params.Decay = 0
+	p.Params.MaxDelayPerRunNs = 1 << 62
+	p.Params.MaxDelayPerGoroutineNs = 1 << 62
+	e, err := newEngine(config{plan: p, seed: 1, ablate: ablation{noHB: true}}, clock{
+		now: func() int64 { return 0 }, sleep: func(int64) {}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	oldE, oldT := eng, table
+	eng, table = e, e.table
+	defer func() { eng, table = oldE, oldT }()
+	var x int
+	b.ReportAllocs()
+	for b.Loop() {
+		At(1, unsafe.Pointer(&x))
+	}
+}

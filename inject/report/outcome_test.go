@@ -283,7 +283,9 @@ func TestSetupError(t *testing.T) {
 // the use are delayed, and the delayed dispose hides it.
 func TestInterferenceFigure42b(t *testing.T) {
 	plan := func() *plans.Plan {
-		l := pairLoc(plans.UseAfterDispose, 11, 12, 200*ms)
+		// The closing goroutine reaches site 11 80 ms after the worker;
+		// a 250 ms delay covers that gap with 80 ms of slack either way.
+		l := pairLoc(plans.UseAfterDispose, 11, 12, 250*ms)
 		l.Interference = []uint32{11}
 		p := newPlan(l)
 		p.Params.Decay = 0 // P stays 1: every instance is a delay candidate

@@ -142,7 +142,7 @@ func TestScenarioInterference(t *testing.T) {
 		defer close(done)
 		use() // the worker processes a packet
 	}()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(80 * time.Millisecond)
 	use() // the closing goroutine, another call context
 	inject.At(12, unsafe.Pointer(&poller))
 	poller.Store(nil) // site:12 atomic-store poller

@@ -114,17 +114,10 @@ func (b *builder) writeModfile() (string, error) {
 		mod = append(mod, fmt.Sprintf("\n// Added by wafl: the runtime linked into instrumented test binaries.\nrequire %s %s\n\nreplace %s => %s\n",
 			waflModulePath, waflPseudoVers, waflModulePath, filepath.Join(b.work, "rt"))...)
 	}
-	// Only write when the content changes: the go command may have added
-	// requirements to the alternate go.mod on a previous build (-mod=mod),
-	// which we keep as long as the user's go.mod is the same.
-	stamp := filepath.Join(dir, "go.mod.orig")
-	if old, err := os.ReadFile(stamp); err != nil || !bytes.Equal(old, mod) {
-		if err := writeIfChanged(modPath, mod); err != nil {
-			return "", err
-		}
-		if err := writeIfChanged(stamp, mod); err != nil {
-			return "", err
-		}
+	// Written on every build: with -mod=mod the go command may have
+	// edited the previous copy (raised its go line, added requirements).
+	if err := writeIfChanged(modPath, mod); err != nil {
+		return "", err
 	}
 	sum, _ := os.ReadFile(filepath.Join(b.modRoot, "go.sum")) // a module without go.sum is fine
 	rtSum, err := runtimeSums()

@@ -1,0 +1,143 @@
+package instrument
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// corpus are real, goroutine-heavy modules whose tests must still pass
+// when instrumented.
+var corpus = []string{
+	"golang.org/x/sync@v0.10.0",
+	"github.com/sourcegraph/conc@v0.3.0",
+	"github.com/Jeffail/tunny@v0.1.4", // go 1.13 module: exercises old go lines
+	"github.com/gammazero/workerpool@v1.1.3",
+}
+
+// fetchModule downloads mod@version through the module proxy and copies
+// it into a writable directory under dir.
+func fetchModule(t testing.TB, dir, modVersion string) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("cannot download %s (no module proxy?): %v\n%s", modVersion, err, out)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		t.Skipf("cannot download %s: %v %s", modVersion, err, info.Error)
+	}
+	dst := filepath.Join(dir, filepath.Base(info.Dir))
+	if err := copyTree(info.Dir, dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// TestCorpus instruments real modules, requires every package with tests
+// to build and its tests to pass, and logs files, sites and times.
+func TestCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads, instruments and tests real modules")
+	}
+	tmp := t.TempDir()
+	for _, mv := range corpus {
+		t.Run(filepath.Base(mv), func(t *testing.T) {
+			dir := fetchModule(t, tmp, mv)
+			res, err := Build(context.Background(), Config{Dir: dir, Patterns: []string{"./..."}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, built := 0, 0
+			for _, p := range res.Packages {
+				if errors.Is(p.Err, ErrNoTestFiles) {
+					continue
+				}
+				if p.Err != nil {
+					t.Errorf("%s: %v", p.ImportPath, p.Err)
+					continue
+				}
+				files += p.Files
+				built++
+				// wafl runs Test functions only; examples that compare exact
+				// stacks see the generated TestMain's frame.
+				cmd := exec.Command(p.Binary, "-test.run=^Test", "-test.short", "-test.count=1")
+				cmd.Dir = p.Dir
+				start := time.Now()
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s: instrumented tests fail: %v\n%s", p.ImportPath, err, out)
+				} else {
+					t.Logf("%s: %d files, %d sites, %d tests pass in %v", p.ImportPath, p.Files, p.NumSites, len(p.Tests), time.Since(start).Round(time.Millisecond))
+				}
+			}
+			if built == 0 {
+				t.Fatalf("no package built")
+			}
+			t.Logf("%s: %d packages, %d rewritten files, %d sites; load %v, instrument %v, build %v",
+				mv, built, files, res.Sites, res.LoadTime.Round(time.Millisecond), res.RewriteTime.Round(time.Millisecond), res.BuildTime.Round(time.Millisecond))
+		})
+	}
+}
+
+// BenchmarkInstrumentXSync measures rewriting golang.org/x/sync (every
+// package with its tests) after package loading: type-based site
+// selection, dst rewriting, printing and writing the files.
+func BenchmarkInstrumentXSync(b *testing.B) {
+	tmp := b.TempDir()
+	dir := fetchModule(b, tmp, corpus[0])
+	bld, err := newBuilder(Config{Dir: dir, Patterns: []string{"./..."}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	units, err := bld.load(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var nsites, nfiles int
+	for i := 0; i < b.N; i++ {
+		alloc := &siteAlloc{}
+		nfiles = 0
+		for _, u := range units {
+			if u.pkg.Err != nil {
+				continue
+			}
+			u.pkg.Files, u.pkg.NumSites = 0, 0
+			if err := bld.rewriteUnit(u, alloc); err != nil {
+				b.Fatal(err)
+			}
+			nfiles += u.pkg.Files
+		}
+		nsites = len(alloc.sites)
+	}
+	b.ReportMetric(float64(nsites), "sites")
+	b.ReportMetric(float64(nfiles), "files")
+}

@@ -7,8 +7,9 @@
 #     (so the plan carries over between runs), stopping at the first report;
 #   * records the runs needed to expose the bug (median over exposing tries),
 #     how many tries exposed it within 2 runs, and how many at all;
-#   * slowdown: mean wall time of prepare+detect runs of an exposing try divided
-#     by one plain run of the test binary;
+#   * slowdown: mean time an exposing try spends running tests (preparation
+#     run + detection runs, from wafl's "time:" summary; builds excluded)
+#     divided by one plain run of the test binary;
 #   * race: whether `go test -race` reports a data race;
 #   * PLAIN (50) plain runs: whether any of them fails.
 # For every fixed twin: one prepare + RUNS detect runs must report nothing.
@@ -37,40 +38,59 @@ if [[ -z ${WAFL:-} ]]; then
 fi
 "$WAFL" --help >/dev/null 2>&1 || die "$WAFL does not run"
 
-now() { python3 -c 'import time; print(time.monotonic())'; }
-elapsed() { python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$1" "$2"; }
+# seconds DURATION...: sums Go-style durations (1.5s, 19ms, 250µs) printed by
+# wafl's "time:" summary line.
+run_seconds() {
+	python3 - "$@" <<'PY'
+import re, sys
+units = {'ns': 1e-9, 'us': 1e-6, '\u00b5s': 1e-6, 'ms': 1e-3, 's': 1.0, 'm': 60.0, 'h': 3600.0}
+total = 0.0
+for path in sys.argv[1:]:
+    text = open(path, encoding='utf-8', errors='replace').read()
+    # "time:     build 1.5s, list 3ms, prepare 19ms" -> count only test runs.
+    for m in re.finditer(r'\b(prepare|detect) ((?:[0-9.]+(?:ns|us|\u00b5s|ms|s|m|h))+)', text):
+        for v, u in re.findall(r'([0-9.]+)(ns|us|\u00b5s|ms|s|m|h)', m.group(2)):
+            total += float(v) * units[u]
+print('%.6f' % total)
+PY
+}
 
-# one_try PKG DIR: prints "<runs-to-expose or 0> <seconds spent>".
+# one_try PKG DIR: sets TRY_RUNS (detection runs until the first report, 0 if
+# none within RUNS) and TRY_SECS (seconds spent running tests: the
+# preparation run and the detection runs, builds excluded).
 one_try() {
-	local pkg=$1 dir=$2 t0 t1 rc run
-	rm -rf "$dir"
-	t0=$(now)
-	(cd "$examples" && "$WAFL" prepare --dir "$dir" "./$pkg" >"$dir.prepare.log" 2>&1) ||
+	local pkg=$1 dir=$2 rc run logs
+	rm -rf "$dir" "$dir".*
+	(cd "$examples" && "$WAFL" prepare --dir "$dir" "./$pkg" >"$dir.prepare.out" 2>"$dir.prepare.log") ||
 		die "wafl prepare ./$pkg failed, see $dir.prepare.log"
+	logs=("$dir.prepare.log")
+	TRY_RUNS=0
 	for ((run = 1; run <= RUNS; run++)); do
 		set +e
 		(cd "$examples" && "$WAFL" detect --runs 1 --json --dir "$dir" "./$pkg" >"$dir.detect.$run.json" 2>"$dir.detect.$run.log")
 		rc=$?
 		set -e
+		logs+=("$dir.detect.$run.log")
 		case $rc in
 		0) ;;
-		1) t1=$(now); echo "$run $(elapsed "$t0" "$t1")"; return ;;
+		1) TRY_RUNS=$run; break ;;
 		*) die "wafl detect ./$pkg failed (status $rc), see $dir.detect.$run.log" ;;
 		esac
 	done
-	t1=$(now)
-	echo "0 $(elapsed "$t0" "$t1")"
+	TRY_SECS=$(run_seconds "${logs[@]}")
 }
 
 # plain_seconds PKG: wall time of one plain run of the test binary.
 plain_seconds() {
-	local pkg=$1 bin=$work/$(echo "$1" | tr / _).test t0 t1
+	local pkg=$1 bin=$work/$(echo "$1" | tr / _).test
 	(cd "$examples" && go test -c -o "$bin" "./$pkg") || die "go test -c ./$pkg failed"
 	"$bin" -test.count=1 >/dev/null 2>&1 || true # warm the page cache
-	t0=$(now)
-	"$bin" -test.count=1 >/dev/null 2>&1 || true
-	t1=$(now)
-	elapsed "$t0" "$t1"
+	python3 - "$bin" <<'PY'
+import subprocess, sys, time
+t0 = time.monotonic()
+subprocess.run([sys.argv[1], '-test.count=1'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print('%.6f' % (time.monotonic() - t0))
+PY
 }
 
 plain_exposes() {
@@ -104,8 +124,9 @@ for name in "${names[@]}"; do
 	within2=0
 	secs=()
 	for ((try = 1; try <= TRIES; try++)); do
-		read -r r s < <(one_try "$name" "$work/$name.try$try")
-		echo "   try $try: runs-to-expose=$r (${s}s)" >&2
+		one_try "$name" "$work/$name.try$try"
+		r=$TRY_RUNS s=$TRY_SECS
+		echo "   try $try: runs-to-expose=$r (${s}s of test runs)" >&2
 		if [[ $r != 0 ]]; then
 			exposed=$((exposed + 1))
 			runs+=("$r")
@@ -123,7 +144,8 @@ print("%.1fx" % (sum(secs)/len(secs)/base) if secs and base > 0 else "-")' "$bas
 	rows+=("| \`$name\` | $exposed/$TRIES | $median | $within2/$TRIES | $slowdown | $race | $plain |")
 
 	# fixed twin: nothing may be reported.
-	read -r r s < <(one_try "$name/fixed" "$work/$name.fixed")
+	one_try "$name/fixed" "$work/$name.fixed"
+	r=$TRY_RUNS
 	if [[ $r == 0 ]]; then verdict="nothing reported in $RUNS runs"; else verdict="**REPORTED in run $r**"; fi
 	fixedrows+=("| \`$name/fixed\` | $verdict |")
 done
@@ -140,8 +162,9 @@ Each bug gets $TRIES independent tries; a try is a fresh \`wafl prepare\` follow
 by up to $RUNS \`wafl detect --runs 1\` calls sharing the plan, stopped at the
 first report. *Runs to expose* counts detection runs (the preparation run is
 not counted) and is the median over exposing tries. *Slowdown* is the mean
-wall time of an exposing try (prepare + detection runs) over one plain run of
-the test binary. *Plain exposes?* runs the uninstrumented test $PLAIN times.
+time an exposing try spent running tests (the preparation run and the
+detection runs, as reported on wafl's \`time:\` line; instrumented builds
+excluded) over the wall time of one plain run of the test binary. *Plain exposes?* runs the uninstrumented test $PLAIN times.
 
 | bug | tries exposed | median runs to expose | exposed within 2 runs | slowdown vs one plain run | race detector | $PLAIN plain runs expose? |
 |---|---|---|---|---|---|---|

@@ -40,7 +40,7 @@ race_reported() {
 }
 
 rows=()
-while IFS=$'\t' read -r name link pattern kind ordered; do
+while IFS=$'\t' read -r name link pattern kind ordered fidelity; do
 	[[ -z $name || $name == \#* ]] && continue
 	[[ -d $examples/$name && -d $examples/$name/fixed ]] || die "examples/$name or its fixed/ twin is missing"
 	echo "== $name" >&2
@@ -52,8 +52,15 @@ while IFS=$'\t' read -r name link pattern kind ordered; do
 	fixed_race=$(race_reported "$name/fixed" "$work/$name.fixed.race")
 	if [[ $fixed_fail == 0 ]]; then fixed_ok="yes (0/$N)"; else fixed_ok="NO ($fixed_fail/$N)"; fi
 	echo "   plain failures $bug_fail/$N, race: $race; fixed: failures $fixed_fail/$N, race: $fixed_race" >&2
-	rows+=("| \`$name\` | $link | $pattern | $kind | $bug_fail/$N | $race | $ordered | $fixed_ok | $fixed_race |")
+	rows+=("| \`$name\` | $link | $fidelity | $pattern | $kind | $bug_fail/$N | $race | $ordered | $fixed_ok | $fixed_race |")
 done <"$root/scripts/corpus.tsv"
+
+echo "== delaycheck.sh" >&2
+set +e
+delaycheck=$(TRIES=${DELAY_TRIES:-10} "$root/scripts/delaycheck.sh" 2>&1)
+delaycheck_rc=$?
+set -e
+echo "$delaycheck" >&2
 
 goversion=$(go version)
 cpus=$(nproc 2>/dev/null || echo "?")
@@ -80,35 +87,47 @@ Measured by \`scripts/plainrate.sh $N\` (each test binary built once with
 -count=1\` once per package). Machine: $cpus CPUs${model:+ ($model)}, $goversion,
 $(date -u +%Y-%m-%d).
 
-Columns: *plain failures* — failing processes out of $N plain runs of the buggy
+Columns: *fidelity* — "follows the issue/PR/thesis" when the racing code path
+follows the published description, "pattern" when the project is named for the
+pattern and the surrounding code is a reconstruction; *plain failures* — failing processes out of $N plain runs of the buggy
 package (must stay below 1%); *race* — whether \`go test -race\` reports a data
 race on the buggy package; *ordered by* — what orders the two accesses in plain
 runs (when it is a mutex, channel or atomic, the race detector is silent);
 *fixed twin passes* — failing plain runs of the fixed twin; *fixed race* —
 race detector on the fixed twin.
 
-| bug | project / issue | pattern | kind | plain failures | race | ordered by | fixed twin passes | fixed race |
-|---|---|---|---|---|---|---|---|---|
+| bug | project / issue | fidelity | pattern | kind | plain failures | race | ordered by | fixed twin passes | fixed race |
+|---|---|---|---|---|---|---|---|---|---|
 HDR
 	printf '%s\n' "${rows[@]}"
-	cat <<'FTR'
+	cat <<FTR
+
+## Delay check (without wafl)
+
+\`scripts/delaycheck.sh\` inserts \`time.Sleep(${DELAY:-10ms})\` (≈ 1.25 × the 8 ms gap) right
+before the delayed access of each bug, and at the same place in its fixed twin,
+and runs each test ${DELAY_TRIES:-10} times (exit status $delaycheck_rc):
+
+\`\`\`
+$delaycheck
+\`\`\`
 
 ## Reproducing a bug with wafl
 
-```
+\`\`\`
 scripts/repro.sh <name>      # wafl prepare + wafl detect --json on examples/<name>
 scripts/eval.sh              # the whole evaluation -> docs/evaluation.md
-```
+\`\`\`
 
 ## Notes
 
-- `appinsights` and `netmq` are the thesis's two interference scenarios
+- \`appinsights\` and \`netmq\` are the thesis's two interference scenarios
   (§4.4, Fig. 4.2a/b): a detector that delays every candidate location for the
   same time cancels its own delays; WAFL's interference sets avoid that.
 - In every bug the delayed access (the init of a use-before-init pair, the use
   of a use-after-dispose pair) is outside any critical section that the other
   goroutine needs, so the injected delay does not stall the other goroutine.
-- `quicclose` exposes a double close through an init→use pair: delaying the
+- \`quicclose\` exposes a double close through an init→use pair: delaying the
   run loop's store of the close state lets the application's CloseWithError
   see no close state and close the channel first.
 FTR

@@ -1,6 +1,7 @@
-// Package informer reproduces kubernetes issue #57209 (and the pattern fixed
-// across controllers, e.g. kubernetes-retired/service-catalog PR #1446:
-// "Create listers before adding event handlers in controller").
+// Package informer follows kubernetes issue #57209 and the fix applied across
+// controllers (e.g. kubernetes-retired/service-catalog PR #1446: "Create
+// listers before adding event handlers in controller"); the controller below
+// is a reconstruction of that pattern.
 //
 // A controller registers its event handler on an informer that is already
 // running, and only then sets the lister the handler reads from. When the

@@ -67,16 +67,19 @@ func (b *Balancer) ExitIdle() {
 // ClientConn is a client channel with a balancer watcher goroutine.
 type ClientConn struct {
 	balancer *Balancer
+	closing  chan struct{}
 	done     chan struct{}
 }
 
 // Dial creates the channel. The watcher calls ExitIdle once after
 // idleTimeout.
 func Dial(target string, idleTimeout time.Duration) (*ClientConn, error) {
-	cc := &ClientConn{balancer: &Balancer{}, done: make(chan struct{})}
+	cc := &ClientConn{balancer: &Balancer{}, closing: make(chan struct{}), done: make(chan struct{})}
 	go cc.watcher(idleTimeout)
 	addrs := resolve(target)
 	if err := cc.balancer.UpdateClientConnState(addrs); err != nil {
+		close(cc.closing)
+		<-cc.done
 		return nil, err
 	}
 	return cc, nil
@@ -85,8 +88,12 @@ func Dial(target string, idleTimeout time.Duration) (*ClientConn, error) {
 func (cc *ClientConn) watcher(idleTimeout time.Duration) {
 	defer close(cc.done)
 	t := time.NewTimer(idleTimeout)
-	<-t.C
-	cc.balancer.ExitIdle()
+	defer t.Stop()
+	select {
+	case <-t.C:
+		cc.balancer.ExitIdle()
+	case <-cc.closing:
+	}
 }
 
 // Wait blocks until the watcher goroutine has finished.

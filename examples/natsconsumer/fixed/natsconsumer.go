@@ -1,5 +1,7 @@
-// Package natsconsumer reproduces nats-server PR #5012 (a consumer using its
-// stream's store after the stream was stopped).
+// Package natsconsumer follows the pattern of nats-server PR #5012: a
+// reference taken under a lock and used after the lock is released while
+// another goroutine disposes it. The consumer/stream setting below is a
+// reconstruction of that pattern, not the PR's code.
 //
 // The consumer's goroutine takes a reference to its stream under the consumer
 // lock, releases the lock, and then calls mset.store.State() without holding

@@ -1,5 +1,6 @@
-// Package natsstart reproduces nats-server PR #5663 ("Prevent a server from
-// panicking when shutdown immediately after starting").
+// Package natsstart follows nats-server PR #5663 ("Prevent a server from
+// panicking when shutdown immediately after starting"); the start-up goroutine
+// below is a reconstruction of that situation, not the PR's code.
 //
 // Start launches a goroutine that registers the system account's service
 // imports. It checks s.shutdown under the server lock, releases the lock, and

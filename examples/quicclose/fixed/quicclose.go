@@ -1,6 +1,7 @@
-// Package quicclose reproduces the quic-go connection close race behind
-// "panic: close of closed channel" (quic-go issue #1499, and the closeOnce
-// that quic-go's connection uses since).
+// Package quicclose follows quic-go issue #1499 ("calling Listener.Close twice
+// panics: close of closed channel") and the closeOnce that quic-go's
+// connection uses; here the two closers run concurrently on different
+// goroutines.
 //
 // A connection can be closed by its run loop (the peer sent CONNECTION_CLOSE)
 // and by the application (CloseWithError). closeLocal is a non-atomic "close

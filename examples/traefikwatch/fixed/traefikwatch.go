@@ -1,6 +1,6 @@
-// Package traefikwatch reproduces traefik issue #1794 ("traefik crashes when
-// kubernetes secret is used for basic auth": panic "send on closed channel"
-// in an informer event handler).
+// Package traefikwatch follows traefik issue #1794 ("traefik crashes when
+// kubernetes secret is used for basic auth": "send on closed channel" observed
+// in a client-go informer goroutine); the provider below is a reconstruction.
 //
 // The Kubernetes provider's WatchAll registers informer event handlers that
 // send every change on eventCh, and starts a goroutine that closes eventCh when

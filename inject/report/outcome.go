@@ -27,7 +27,9 @@ const (
 
 // RunInput is what the CLI knows about one finished detection run.
 type RunInput struct {
-	Plan     *plans.Plan  // the plan the run used; Outcome does not modify it
+	// Plan is the plan the run used, before UpdatePlan folds the run in;
+	// Outcome does not modify it.
+	Plan     *plans.Plan
 	PlanPath string       // the plan file the run read (WAFL_PLAN)
 	Sites    *sites.Table // the binary's site table
 	Package  string       // import path of the package under test
@@ -37,7 +39,7 @@ type RunInput struct {
 	// Env are the WAFL_* variables the binary ran with, "KEY=value".
 	Env  []string
 	Run  int    // run number (WAFL_RUN)
-	Seed uint64 // WAFL_SEED
+	Seed uint64 // WAFL_SEED; the log's seed wins when the log has one
 	// LogPath is WAFL_LOG and CrashPath WAFL_CRASH; Stderr is the
 	// binary's standard error (parsed when the crash file is empty).
 	LogPath   string
@@ -82,6 +84,10 @@ func Outcome(in RunInput) (*RunResult, error) {
 		}
 	}
 	res.Log = lg
+	if lg.Setup != nil {
+		// Without WAFL_SEED the runtime drew the seed; the log has it.
+		in.Seed = lg.Setup.Seed
+	}
 	var crashText []byte
 	if in.CrashPath != "" {
 		data, err := os.ReadFile(in.CrashPath)
@@ -154,9 +160,6 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 	r := plans.Run{N: in.Run, Seed: in.Seed, Outcome: string(res.Status), DurationNs: int64(in.Duration)}
 	if r.Outcome == string(SetupFailed) {
 		r.Outcome = string(Fail)
-	}
-	if lg.Setup != nil {
-		r.Seed = lg.Setup.Seed
 	}
 	r.Delays = len(lg.Delays)
 	for _, d := range lg.Delays {

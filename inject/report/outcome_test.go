@@ -71,6 +71,7 @@ func newPlan(locs ...plans.Location) *plans.Plan {
 }
 
 type runOpts struct {
+	noSeed  bool // leave WAFL_SEED unset
 	ablate  string
 	seed    uint64
 	run     int
@@ -103,6 +104,9 @@ func runScenario(t *testing.T, test string, p *plans.Plan, o runOpts) (*RunResul
 		inject.EnvCrash + "=" + crashPath,
 		inject.EnvAblate + "=" + o.ablate,
 		"GOTRACEBACK=all",
+	}
+	if o.noSeed {
+		wenv = append(wenv[:2], wenv[3:]...)
 	}
 	// The race runtime sleeps 1 s at exit by default; the child's races
 	// would show in its output anyway.
@@ -353,6 +357,15 @@ func TestPassWithProbabilityZero(t *testing.T) {
 	res, out := runScenario(t, "TestScenarioUseBeforeInit", p, runOpts{})
 	if res.Status != Pass || len(res.Log.Delays) != 0 || res.Log.Finish == nil {
 		t.Fatalf("status %s, %d delays, finish %v\n%s", res.Status, len(res.Log.Delays), res.Log.Finish, out)
+	}
+}
+
+func TestSeedDrawnByRuntime(t *testing.T) {
+	l := pairLoc(plans.UseBeforeInit, 1, 2, 400*ms)
+	l.Prob = 0
+	res, out := runScenario(t, "TestScenarioUseBeforeInit", newPlan(l), runOpts{noSeed: true})
+	if res.Log.Setup == nil || res.Log.Setup.SeedSet || res.Run.Seed != res.Log.Setup.Seed || res.Run.Seed == 0 {
+		t.Fatalf("setup %+v, run seed %d\n%s", res.Log.Setup, res.Run.Seed, out)
 	}
 }
 

@@ -95,6 +95,10 @@ func configFromEnv() (config, error) {
 	}
 	c.logPath = os.Getenv(EnvLog)
 	c.crashPath = os.Getenv(EnvCrash)
+	// A bug report shows every goroutine's stack, not only the panicking
+	// one (GOTRACEBACK=single is Go's default). SetTraceback never lowers
+	// a level set by GOTRACEBACK.
+	debug.SetTraceback("all")
 	if c.crashPath != "" {
 		f, err := os.OpenFile(c.crashPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {

@@ -81,9 +81,6 @@ type runOpts struct {
 // runScenario runs one scenario program as a detection run and judges it.
 func runScenario(t *testing.T, test string, p *plans.Plan, o runOpts) (*RunResult, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs a detection run in a child process")
-	}
 	dir := t.TempDir()
 	planPath := filepath.Join(dir, "plan.json")
 	if o.badPlan {

@@ -28,6 +28,7 @@ const (
 	maxMetaLen  = 64 << 20
 	maxBodyLen  = 1 << 36
 	readChunk   = 1 << 20
+	exactBody   = 8 << 20 // bodies up to this size are allocated at once
 	hdrSchema   = 1 // flatbuf.MessageHeader values
 	hdrRecBatch = 3
 )
@@ -101,13 +102,19 @@ func (m *msgReader) Message() (*ipc.Message, error) {
 	return m.msg, nil
 }
 
-// readBody reads n bytes, growing the buffer as data arrives so that a
-// cut stream claiming a huge body costs only what is there.
+// readBody reads n bytes. Large bodies are read into a buffer that grows
+// as data arrives, so that a cut stream claiming a huge body costs only
+// what is there.
 func readBody(r io.Reader, n int64) ([]byte, error) {
 	if n == 0 {
 		return []byte{}, nil
 	}
-	buf := make([]byte, 0, min(n, readChunk))
+	if n <= exactBody {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf := make([]byte, 0, readChunk)
 	for int64(len(buf)) < n {
 		if len(buf) == cap(buf) {
 			nb := make([]byte, len(buf), min(n, int64(cap(buf))*2))

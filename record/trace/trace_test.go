@@ -377,3 +377,23 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(16<<16)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestLargeBatch covers bodies above exactBody, read in growing chunks.
+func TestLargeBatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	big := randBatch(r, exactBody/33+1000)
+	data := encode(t, randBatch(r, 10), big)
+	got, _, err := readAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := concat([]*Batch{{}, big})
+	if got.Len() != 10+big.Len() {
+		t.Fatalf("got %d events, want %d", got.Len(), 10+big.Len())
+	}
+	equalPrefix(t, &Batch{Time: got.Time[10:], G: got.G[10:], Clock: got.Clock[10:], Site: got.Site[10:], Obj: got.Obj[10:], Op: got.Op[10:]}, all, all.Len())
+	got, _, err = readAll(data[:len(data)-100])
+	if !errors.Is(err, ErrTruncated) || got.Len() != 10 {
+		t.Fatalf("cut inside the large batch: %d events, err %v; want 10 and ErrTruncated", got.Len(), err)
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"wafl": func() { os.Exit(Main()) },
+	})
+}
+
+// TestScripts runs the user scenarios in testdata/script: each creates a
+// module, runs wafl on it and checks exit status and output.
+func TestScripts(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not found")
+	}
+	goEnv := map[string]string{}
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPROXY", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, k := range []string{"GOCACHE", "GOMODCACHE", "GOPROXY", "GOROOT"} {
+		goEnv[k] = vals[i]
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			// Share the host's build and module caches: the scripts build
+			// real test binaries and must not download anything.
+			for k, v := range goEnv {
+				env.Setenv(k, v)
+			}
+			env.Setenv("GOFLAGS", "-modcacherw")
+			env.Setenv("GOTOOLCHAIN", "local")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// validjson FILE: FILE holds one valid JSON value.
+			"validjson": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: validjson FILE")
+				}
+				data := ts.ReadFile(args[0])
+				var v any
+				err := json.Unmarshal([]byte(data), &v)
+				if neg && err == nil {
+					ts.Fatalf("%s is valid JSON", args[0])
+				}
+				if !neg && err != nil {
+					ts.Fatalf("%s: %v", args[0], err)
+				}
+			},
+		},
+	})
+}

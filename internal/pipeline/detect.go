@@ -1,0 +1,285 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/plans"
+)
+
+// Detect runs every selected test that has delay candidates with planned
+// delays, until a bug shows or o.Runs runs are used, saving the plan after
+// every run, and writes reports for the bugs found.
+func Detect(ctx context.Context, o Options) (*Summary, error) {
+	ws, err := o.setup()
+	if err != nil {
+		return nil, err
+	}
+	if !o.SeedSet {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		o.Seed = binary.LittleEndian.Uint64(b[:]) >> 1 // keep it positive when printed as int64
+	}
+	sum := new(Summary)
+	pkgs, err := build(ctx, &o, ws, sum, true)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []job
+	for _, p := range pkgs {
+		for _, t := range p.tests {
+			jobs = append(jobs, job{p, t})
+		}
+	}
+	prog := newProgress(o.Stderr)
+	var tabs siteTables
+	err = sum.phase("detect", func() error {
+		prog.Begin("detect", len(jobs))
+		return forEach(ctx, o.Parallel, jobs, func(j job) {
+			bugs, msg := detectTest(ctx, &o, ws, sum, prog, &tabs, j)
+			prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, msg)
+		})
+	})
+	prog.Close()
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(sum.Bugs, func(i, k int) bool {
+		a, b := sum.Bugs[i], sum.Bugs[k]
+		if a.Package != b.Package {
+			return a.Package < b.Package
+		}
+		return a.Test < b.Test
+	})
+	if err := emitReports(&o, ws, sum.Bugs); err != nil {
+		return nil, err
+	}
+	sum.Print(o.Stderr, true)
+	fmt.Fprintf(o.Stderr, "seed:     %d (repeat with --seed %d)\n", o.Seed, o.Seed)
+	fmt.Fprintf(o.Stderr, "%d bugs found\n", len(sum.Bugs))
+	return sum, nil
+}
+
+// siteTables caches each binary's site table.
+type siteTables struct {
+	mu   sync.Mutex
+	tabs map[string]*sites.Table
+}
+
+func (s *siteTables) get(path string) (*sites.Table, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tabs[path]; ok {
+		return t, nil
+	}
+	t, err := sites.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if s.tabs == nil {
+		s.tabs = map[string]*sites.Table{}
+	}
+	s.tabs[path] = t
+	return t, nil
+}
+
+// detectTest runs the detection runs of one test. It returns the number of
+// bugs found and a one-line account.
+func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, prog *progress, tabs *siteTables, j job) (int, string) {
+	pkg, test := j.pkg.ImportPath, j.test
+	planPath := ws.planPath(pkg, test)
+	plan, err := plans.Load(planPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		prog.Printf("%s.%s has no plan yet: preparing it first\n", pkg, test)
+	case err != nil:
+		prog.Printf("%s.%s: unreadable plan (%v): preparing it again\n", pkg, test, err)
+	case plan.Provenance.BinaryHash != j.pkg.hash:
+		prog.Printf("%s.%s: the package changed since its plan was made: preparing it again\n", pkg, test)
+	}
+	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash {
+		msg := prepareTest(ctx, o, ws, sum, j)
+		if plan, err = plans.Load(planPath); err != nil {
+			return 0, "not prepared: " + msg
+		}
+	} else {
+		sum.add(func(s *Summary) { s.Tests++ })
+	}
+	if plan.Empty() {
+		return 0, "no delay candidates"
+	}
+	sum.add(func(s *Summary) { s.WithCandidates++ })
+	tab, err := tabs.get(j.pkg.Sites)
+	if err != nil {
+		sum.problem(Problem{pkg, test, "detect", err.Error()})
+		return 0, "error"
+	}
+	var failures []string
+	for k := 0; k < o.Runs; k++ {
+		if plan.Empty() {
+			break
+		}
+		n := len(plan.Runs) + 1
+		seed := o.Seed + uint64(k)
+		base := ws.logPath(pkg, test, "run"+strconv.Itoa(n))
+		logPath, crashPath := base+".wlog", base+".crash"
+		os.Remove(logPath)
+		os.Remove(crashPath)
+		env := []string{
+			"WAFL_MODE=detect",
+			"WAFL_PLAN=" + planPath,
+			"WAFL_SEED=" + strconv.FormatUint(seed, 10),
+			"WAFL_RUN=" + strconv.Itoa(n),
+			"WAFL_LOG=" + logPath,
+			"WAFL_CRASH=" + crashPath,
+		}
+		tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Env: env, Timeout: o.Timeout, Output: base + ".log"}
+		res, err := tr.run(ctx)
+		if err != nil {
+			sum.problem(Problem{pkg, test, "detect", err.Error()})
+			return 0, "error"
+		}
+		output, _ := os.ReadFile(res.Output)
+		rr, err := report.Outcome(report.RunInput{
+			Plan: plan, PlanPath: planPath, Sites: tab,
+			Package: pkg, Test: test, Binary: j.pkg.Binary,
+			Args:    []string{"-test.run", "^" + test + "$", "-test.count", "1", "-test.v"},
+			Env:     env, Run: n, Seed: seed,
+			LogPath: logPath, CrashPath: crashPath, Stderr: output,
+			ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
+			Reproduce: fmt.Sprintf("wafl detect --runs 1 --seed %d --run '^%s$' %s", seed, test, pkg),
+		})
+		if err != nil {
+			sum.problem(Problem{pkg, test, "detect", err.Error()})
+			return 0, "error"
+		}
+		report.UpdatePlan(plan, rr)
+		if err := plans.Save(planPath, plan); err != nil {
+			sum.problem(Problem{pkg, test, "detect", err.Error()})
+			return 0, "error"
+		}
+		sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays })
+		switch rr.Status {
+		case report.BugFound:
+			rr.Bug.Runs = k + 1
+			sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
+			prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, pkg, test, n, seed, rr.Bug.Panic)
+			return 1, fmt.Sprintf("%s after %d run(s)", rr.Bug.Kind, k+1)
+		case report.TimedOut:
+			sum.problem(Problem{pkg, test, "detect", fmt.Sprintf("run %d timed out (%s); output in %s", n, rr.Reason, res.Output)})
+			return 0, "timeout"
+		case report.SetupFailed:
+			sum.problem(Problem{pkg, test, "detect", rr.Reason})
+			return 0, "error"
+		case report.Fail:
+			failures = append(failures, fmt.Sprintf("run %d: %s (output in %s)", n, rr.Reason, res.Output))
+		}
+	}
+	if len(failures) > 0 {
+		sum.problem(Problem{pkg, test, "detect", "failed under delays without a MEMORDER panic wafl could attribute:\n" + strings.Join(failures, "\n")})
+	}
+	return 0, "no bug"
+}
+
+// emitReports writes each bug's JSON and text report under the work
+// directory and prints them as the options ask.
+func emitReports(o *Options, ws *workspace, bugs []*report.Bug) error {
+	for _, b := range bugs {
+		base := filepath.Join(ws.reportDir(), filepath.FromSlash(b.Package), b.Test)
+		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+			return err
+		}
+		var js, txt bytes.Buffer
+		if err := report.WriteJSON(&js, []*report.Bug{b}); err != nil {
+			return err
+		}
+		if err := report.WriteText(&txt, []*report.Bug{b}, true); err != nil {
+			return err
+		}
+		if err := os.WriteFile(base+".json", js.Bytes(), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(base+".txt", txt.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return printReports(o, ws.root, bugs)
+}
+
+// printReports prints bugs as text (or JSON with --json) to stdout and
+// writes SARIF when asked.
+func printReports(o *Options, root string, bugs []*report.Bug) error {
+	if o.JSON {
+		if err := report.WriteJSON(o.Stdout, bugs); err != nil {
+			return err
+		}
+	} else if len(bugs) > 0 {
+		if err := report.WriteText(o.Stdout, bugs, false); err != nil {
+			return err
+		}
+	}
+	if o.SARIF != "" {
+		var buf bytes.Buffer
+		if err := report.WriteSARIF(&buf, bugs, report.SARIFOptions{ToolVersion: "wafl", Root: root}); err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.SARIF, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--sarif: %v", err)
+		}
+	}
+	return nil
+}
+
+// PrintReports prints the given report files, or every report in the work
+// directory, and returns the number of bugs.
+func PrintReports(o Options, files []string) (int, error) {
+	ws, err := o.setup()
+	if err != nil {
+		return 0, err
+	}
+	if len(files) == 0 {
+		err := filepath.WalkDir(ws.reportDir(), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return fs.SkipAll
+				}
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".json") {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		if len(files) == 0 {
+			fmt.Fprintf(o.Stderr, "no reports in %s\n", ws.reportDir())
+			return 0, nil
+		}
+	}
+	var bugs []*report.Bug
+	for _, f := range files {
+		r, err := report.ReadJSON(f)
+		if err != nil {
+			return 0, err
+		}
+		bugs = append(bugs, r.Bugs...)
+	}
+	return len(bugs), printReports(&o, ws.root, bugs)
+}

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package pipeline
+
+import "os/exec"
+
+func setProcessGroup(*exec.Cmd) {}
+
+func killProcessGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	return cmd.Process.Kill()
+}

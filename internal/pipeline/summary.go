@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memorder/wafl/inject/report"
+)
+
+// Problem is a package or test that wafl could not handle, or that failed
+// on its own; it is reported and skipped while the rest go on.
+type Problem struct {
+	Package string
+	Test    string // empty for a package-level problem
+	Phase   string // "build", "list", "prepare", "analyze", "detect"
+	Reason  string
+}
+
+func (p Problem) String() string {
+	name := p.Package
+	if p.Test != "" {
+		name += "." + p.Test
+	}
+	return fmt.Sprintf("%s (%s): %s", name, p.Phase, p.Reason)
+}
+
+// Summary is the honest account of one invocation.
+type Summary struct {
+	mu sync.Mutex
+
+	Packages       int // packages matched
+	PackagesBuilt  int
+	Tests          int // tests run at least once
+	Prepared       int // tests with a fresh plan
+	WithCandidates int // tests whose plan has delay candidates
+	Runs           int // detection runs
+	Delays         int // delays injected
+	Bugs           []*report.Bug
+	Problems       []Problem
+	Phases         []Phase
+}
+
+// Phase is the wall time of one phase.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+func (s *Summary) problem(p Problem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Problems = append(s.Problems, p)
+}
+
+func (s *Summary) add(f func(s *Summary)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+// phase times fn as the named phase.
+func (s *Summary) phase(name string, fn func() error) error {
+	start := time.Now()
+	err := fn()
+	s.add(func(s *Summary) { s.Phases = append(s.Phases, Phase{name, time.Since(start)}) })
+	return err
+}
+
+// Err is non-nil when nothing could be done at all: every matched package
+// failed to build. Individual failures are Problems, not errors.
+func (s *Summary) Err() error {
+	if s.Packages > 0 && s.PackagesBuilt == 0 {
+		return errors.New("no package could be instrumented and built (see above)")
+	}
+	return nil
+}
+
+// Print writes the summary for people.
+func (s *Summary) Print(w io.Writer, detect bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "packages: %d matched, %d built\n", s.Packages, s.PackagesBuilt)
+	fmt.Fprintf(w, "tests:    %d run, %d prepared, %d with delay candidates\n", s.Tests, s.Prepared, s.WithCandidates)
+	if detect {
+		fmt.Fprintf(w, "detect:   %d runs, %d delays injected, %d bugs found\n", s.Runs, s.Delays, len(s.Bugs))
+	}
+	if len(s.Problems) > 0 {
+		probs := append([]Problem(nil), s.Problems...)
+		sort.SliceStable(probs, func(i, j int) bool {
+			if probs[i].Package != probs[j].Package {
+				return probs[i].Package < probs[j].Package
+			}
+			return probs[i].Test < probs[j].Test
+		})
+		fmt.Fprintf(w, "skipped or failed: %d\n", len(probs))
+		for _, p := range probs {
+			fmt.Fprintf(w, "  %s\n", indent(p.String(), "    "))
+		}
+	}
+	if len(s.Phases) > 0 {
+		var parts []string
+		for _, p := range s.Phases {
+			parts = append(parts, fmt.Sprintf("%s %s", p.Name, p.Duration.Round(time.Millisecond)))
+		}
+		fmt.Fprintf(w, "time:     %s\n", strings.Join(parts, ", "))
+	}
+}
+
+func indent(s, prefix string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}

@@ -129,9 +129,12 @@ func TestForkAdoptCurrent(t *testing.T) {
 	}
 }
 
+var overflowRuns uint64
+
 func TestOverflowGoroutineIDs(t *testing.T) {
 	// Ids beyond the directory use the locked map; exercise it directly.
-	g := uint64(dirSize) << chunkBits
+	overflowRuns++ // a fresh id per run (-count)
+	g := uint64(dirSize)<<chunkBits + overflowRuns
 	if c := clockOf(g); c != 1 {
 		t.Fatalf("clock of unseen overflow id = %d, want 1", c)
 	}

@@ -29,7 +29,7 @@ const (
 	maxBodyLen  = 1 << 36
 	readChunk   = 1 << 20
 	exactBody   = 8 << 20 // bodies up to this size are allocated at once
-	hdrSchema   = 1 // flatbuf.MessageHeader values
+	hdrSchema   = 1       // flatbuf.MessageHeader values
 	hdrRecBatch = 3
 )
 

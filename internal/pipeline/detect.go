@@ -158,8 +158,8 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 		rr, err := report.Outcome(report.RunInput{
 			Plan: plan, PlanPath: planPath, Sites: tab,
 			Package: pkg, Test: test, Binary: j.pkg.Binary,
-			Args:    []string{"-test.run", "^" + test + "$", "-test.count", "1", "-test.v"},
-			Env:     env, Run: n, Seed: seed,
+			Args: []string{"-test.run", "^" + test + "$", "-test.count", "1", "-test.v"},
+			Env:  env, Run: n, Seed: seed,
 			LogPath: logPath, CrashPath: crashPath, Stderr: output,
 			ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
 			Reproduce: fmt.Sprintf("wafl detect --runs 1 --seed %d --run '^%s$' %s", seed, test, pkg),

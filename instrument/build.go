@@ -379,7 +379,9 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 		}
 		var files []named
 		for _, f := range p.Syntax {
-			name := p.Fset.Position(f.Pos()).Filename
+			// The unadjusted name: cgo's generated files carry //line
+			// directives naming the user's cgo file.
+			name := p.Fset.File(f.Pos()).Name()
 			if !goFiles[name] || importsC(f) {
 				continue // cgo-generated or cgo file: left as it is
 			}
@@ -387,7 +389,13 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 		}
 		sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 		for _, nf := range files {
-			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, strings.HasSuffix(nf.name, "_test.go"), b.opt)
+			opt := b.opt
+			if hasLineDirectives(nf.f) {
+				// Generated code that maps itself to another source: keep
+				// its mapping rather than ours.
+				opt.lineDirectives = false
+			}
+			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), opt)
 			if err != nil {
 				return err
 			}
@@ -439,6 +447,17 @@ func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) e
 	}
 	u.files[target] = out
 	return nil
+}
+
+func hasLineDirectives(f *ast.File) bool {
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			if strings.HasPrefix(c.Text, "//line ") || strings.HasPrefix(c.Text, "/*line ") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func importsC(f *ast.File) bool {

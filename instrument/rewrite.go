@@ -112,8 +112,9 @@ type rewriteOptions struct {
 	lineDirectives bool
 }
 
-func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, alloc *siteAlloc, file *ast.File, isTest bool, opt rewriteOptions) (*fileResult, error) {
-	filename := fset.Position(file.Pos()).Filename
+// rewriteFile rewrites file, whose path (unadjusted by //line comments) is
+// filename.
+func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, alloc *siteAlloc, file *ast.File, filename string, isTest bool, opt rewriteOptions) (*fileResult, error) {
 	r := &fileRewriter{
 		fset: fset, info: info, shared: shared, alloc: alloc, file: file,
 		filename: filename, isTest: isTest,
@@ -167,7 +168,7 @@ func (r *fileRewriter) site(kind string, n ast.Node, expr ast.Expr) uint32 {
 	r.nsites++
 	return r.alloc.add(sites.Site{
 		Kind: kind,
-		File: r.filename,
+		File: pos.Filename,
 		Line: pos.Line,
 		Col:  pos.Column,
 		Expr: exprString(r.fset, expr),
@@ -377,7 +378,7 @@ func (r *fileRewriter) call(n *ast.CallExpr) {
 	// Builtin close: dispose of the channel, use of its slot.
 	if id, ok := fun.(*ast.Ident); ok {
 		if b, ok := r.info.Uses[id].(*types.Builtin); ok {
-			if b.Name() == "close" && len(n.Args) == 1 {
+			if b.Name() == "close" && len(n.Args) == 1 && isChanType(typeOf(r.info, n.Args[0])) {
 				site := r.site("close", n, n.Args[0])
 				r.add(n, action{kind: actClose, site: site})
 				if r.slot(n.Args[0]) {
@@ -918,4 +919,16 @@ func fixPositions(src []byte, filename string) []byte {
 		out.WriteByte('\n')
 	}
 	return out.Bytes()
+}
+
+// isChanType reports whether t is a channel type (not a type parameter).
+func isChanType(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	if _, ok := types.Unalias(t).(*types.TypeParam); ok {
+		return false
+	}
+	_, ok := t.Underlying().(*types.Chan)
+	return ok
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/build/constraint"
 	"io/fs"
 	"os"
 	"path"
@@ -222,20 +223,38 @@ func langParts(v string) [2]int {
 
 // withLang adds the build constraint tag (a go1.N release tag, always
 // satisfied by the toolchain that builds) to a Go source file, ANDed with
-// an existing //go:build line, so that the file is compiled at that
-// language version. A new constraint goes at the top, followed by a
-// //line directive so that the file's own lines keep their numbers.
+// its existing constraint, so that the file is compiled at that language
+// version. An existing //go:build line is rewritten in place; otherwise the
+// new line goes at the top (carrying any legacy // +build constraint, which
+// a //go:build line overrides), followed by a //line directive so that the
+// file's own lines keep their numbers.
 func withLang(src []byte, tag, filename string) []byte {
 	lines := bytes.SplitAfter(src, []byte("\n"))
+	var plus []constraint.Expr
 	for i, l := range lines {
 		t := bytes.TrimSpace(l)
 		if bytes.HasPrefix(t, []byte("package ")) {
 			break
 		}
-		if expr, ok := bytes.CutPrefix(t, []byte("//go:build ")); ok {
-			lines[i] = []byte(fmt.Sprintf("//go:build (%s) && %s\n", bytes.TrimSpace(expr), tag))
-			return bytes.Join(lines, nil)
+		if constraint.IsGoBuild(string(t)) {
+			if expr, err := constraint.Parse(string(t)); err == nil {
+				lines[i] = []byte("//go:build " + and(expr, tag).String() + "\n")
+				return bytes.Join(lines, nil)
+			}
+		}
+		if constraint.IsPlusBuild(string(t)) {
+			if expr, err := constraint.Parse(string(t)); err == nil {
+				plus = append(plus, expr)
+			}
 		}
 	}
-	return append([]byte(fmt.Sprintf("//go:build %s\n\n//line %s:1:1\n", tag, filename)), src...)
+	var expr constraint.Expr = &constraint.TagExpr{Tag: tag}
+	for i := len(plus) - 1; i >= 0; i-- {
+		expr = &constraint.AndExpr{X: plus[i], Y: expr}
+	}
+	return append([]byte(fmt.Sprintf("//go:build %s\n\n//line %s:1:1\n", expr.String(), filename)), src...)
+}
+
+func and(x constraint.Expr, tag string) constraint.Expr {
+	return &constraint.AndExpr{X: x, Y: &constraint.TagExpr{Tag: tag}}
 }

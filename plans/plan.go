@@ -94,7 +94,8 @@ type Pair struct {
 	First  uint32 `json:"first"`  // ℓ1, the delay location
 	Second uint32 `json:"second"` // ℓ2, the partner location
 	// Object is one object (slot or channel address in the preparation
-	// run) on which the pair was seen; for reading, not for matching.
+	// run) on which the pair was seen — the analyzer picks the one with
+	// the largest gap; for reading, not for matching.
 	Object uint64 `json:"object"`
 	// Count is how many dynamic instances of the pair were seen.
 	Count int `json:"count"`

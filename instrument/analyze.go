@@ -11,12 +11,29 @@ import (
 // may it be evaluated twice, which locals can be seen by other goroutines.
 
 // sharedLocals returns the local variables of the files that another
-// goroutine can reach: those captured by a function literal and those whose
-// address is taken (explicitly, by slicing an array, or by calling a
-// pointer method on them). Locals outside this set cannot be shared, so
-// accesses to their slots are not instrumented.
+// goroutine can reach and see change: those whose address is taken
+// (explicitly, by slicing an array, or by calling a pointer method on
+// them), and those captured by a function literal and assigned after their
+// declaration. Other locals cannot be shared, or hold one value for their
+// whole life once any closure can see them, so accesses to their slots are
+// not instrumented.
 func sharedLocals(info *types.Info, files []*ast.File) map[*types.Var]bool {
 	shared := map[*types.Var]bool{}
+	captured := map[*types.Var]bool{}
+	assigned := map[*types.Var]bool{}
+	lhsVar := func(e ast.Expr, decl bool) {
+		id, ok := ast.Unparen(e).(*ast.Ident)
+		if !ok {
+			return
+		}
+		v, ok := info.Uses[id].(*types.Var)
+		if !ok && !decl {
+			v, ok = info.Defs[id].(*types.Var)
+		}
+		if ok && v.Pos() != id.Pos() {
+			assigned[v] = true
+		}
+	}
 	markRoot := func(e ast.Expr) {
 		if v := rootLocal(info, e); v != nil {
 			shared[v] = true
@@ -31,6 +48,21 @@ func sharedLocals(info *types.Info, files []*ast.File) map[*types.Var]bool {
 			switch n := n.(type) {
 			case *ast.FuncLit:
 				lits = append(lits, n)
+			case *ast.AssignStmt:
+				for _, l := range n.Lhs {
+					lhsVar(l, n.Tok == token.DEFINE)
+				}
+			case *ast.IncDecStmt:
+				lhsVar(n.X, false)
+			case *ast.RangeStmt:
+				if n.Tok == token.ASSIGN {
+					if n.Key != nil {
+						lhsVar(n.Key, false)
+					}
+					if n.Value != nil {
+						lhsVar(n.Value, false)
+					}
+				}
 			case *ast.UnaryExpr:
 				if n.Op == token.AND {
 					markRoot(n.X)
@@ -65,10 +97,15 @@ func sharedLocals(info *types.Info, files []*ast.File) map[*types.Var]bool {
 					return true
 				}
 				if v.Pos() < lit.Pos() || v.Pos() >= lit.End() {
-					shared[v] = true
+					captured[v] = true
 				}
 				return true
 			})
+		}
+	}
+	for v := range captured {
+		if assigned[v] {
+			shared[v] = true
 		}
 	}
 	return shared

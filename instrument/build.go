@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/tools/go/packages"
@@ -128,6 +130,7 @@ func newBuilder(cfg Config) (*builder, error) {
 	if b.log == nil {
 		b.log = io.Discard
 	}
+	b.log = &lockedWriter{w: b.log}
 	gm, err := os.ReadFile(gomod)
 	if err != nil {
 		return nil, err
@@ -192,6 +195,7 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	if err := writeJSON(ovPath, struct{ Replace map[string]string }{overlay}); err != nil {
 		return nil, err
 	}
+	var todo []*unit
 	for _, u := range units {
 		if u.pkg.Err != nil {
 			if u.pkg.Err != ErrNoTestFiles {
@@ -199,10 +203,41 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 			}
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		todo = append(todo, u)
+	}
+	b.buildAll(ctx, todo, modfile, func(*unit) string { return ovPath }, alloc)
+	// A package can fail because an instrumented package it imports does
+	// not compile: retry the failed ones with only their own files
+	// rewritten.
+	var failed []*unit
+	for _, u := range todo {
+		if u.pkg.Err != nil && len(todo) > 1 {
+			failed = append(failed, u)
 		}
-		b.buildUnit(ctx, u, modfile, ovPath, alloc)
+	}
+	if len(failed) > 0 {
+		firstErr := map[*unit]error{}
+		own := map[*unit]string{}
+		for _, u := range failed {
+			firstErr[u] = u.pkg.Err
+			path := filepath.Join(b.work, "build", filepath.FromSlash(u.pkg.ImportPath), "overlay-own.json")
+			if err := writeJSON(path, struct{ Replace map[string]string }{u.files}); err != nil {
+				return nil, err
+			}
+			own[u] = path
+			u.pkg.Err = nil
+		}
+		b.buildAll(ctx, failed, modfile, func(u *unit) string { return own[u] }, alloc)
+		for _, u := range failed {
+			if u.pkg.Err != nil {
+				u.pkg.Err = firstErr[u]
+			} else {
+				fmt.Fprintf(b.log, "wafl: %s: built with only its own files instrumented (an imported instrumented package failed)\n", u.pkg.ImportPath)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	res.BuildTime = time.Since(t2)
 	return res, nil
@@ -469,6 +504,31 @@ func importsC(f *ast.File) bool {
 	return false
 }
 
+// buildAll builds the units' test binaries, a few at a time (the go
+// command parallelizes compiling; linking is serial per binary).
+func (b *builder) buildAll(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *siteAlloc) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers > 4 {
+		workers = 4
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, u := range units {
+		wg.Add(1)
+		go func(u *unit) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := ctx.Err(); err != nil {
+				u.pkg.Err = err
+				return
+			}
+			b.buildUnit(ctx, u, modfile, overlay(u), alloc)
+		}(u)
+	}
+	wg.Wait()
+}
+
 func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay string, alloc *siteAlloc) {
 	bin := filepath.Join(b.work, "bin", filepath.FromSlash(u.pkg.ImportPath)+".test")
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
@@ -532,4 +592,16 @@ func writeIfChanged(path string, data []byte) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// lockedWriter serializes the log lines of parallel builds.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -65,6 +65,8 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 	start := time.Now()
 	err = cmd.Run()
 	res := runResult{Duration: time.Since(start), Output: r.Output}
+	// Processes the test started and left behind die with the run.
+	_ = killProcessGroup(cmd)
 	if ctx.Err() == context.DeadlineExceeded {
 		res.TimedOut = true
 		res.ExitCode = -1

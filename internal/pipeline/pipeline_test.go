@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestForEachRunsEveryJobOnce(t *testing.T) {
+	jobs := make([]int, 100)
+	for i := range jobs {
+		jobs[i] = i
+	}
+	var seen [100]atomic.Int32
+	if err := forEach(context.Background(), 4, jobs, func(j int) { seen[j].Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range seen {
+		if n := seen[i].Load(); n != 1 {
+			t.Errorf("job %d ran %d times", i, n)
+		}
+	}
+}
+
+func TestForEachStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran atomic.Int32
+	err := forEach(ctx, 1, make([]int, 50), func(int) {
+		if ran.Add(1) == 3 {
+			cancel()
+		}
+	})
+	if err == nil {
+		t.Fatal("forEach returned nil after cancel")
+	}
+	if n := ran.Load(); n > 5 {
+		t.Errorf("%d jobs ran after cancel", n)
+	}
+}
+
+// helperBinary builds a small test binary with a passing, a failing and a
+// hanging test.
+func helperBinary(t *testing.T) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/h\n\ngo 1.22\n",
+		"h_test.go": `package h
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestPass(t *testing.T) {}
+func TestFail(t *testing.T) { t.Fatal("boom") }
+func TestSkipMe(t *testing.T) {}
+func TestHang(t *testing.T) {
+	if os.Getenv("H_CHILD") == "" {
+		// A grandchild that would outlive a plain kill of the test process.
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestHang$")
+		cmd.Env = append(os.Environ(), "H_CHILD=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(os.Getenv("H_PIDFILE"), []byte{}, 0o644)
+	}
+	select {}
+}
+func BenchmarkX(b *testing.B) {}
+`,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin = filepath.Join(dir, "h.test")
+	cmd := exec.Command("go", "test", "-c", "-o", bin, ".")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	return bin, dir
+}
+
+func TestListAndRun(t *testing.T) {
+	if testing.Short() && runtime.GOOS != "linux" {
+		t.Skip("builds a helper binary")
+	}
+	bin, dir := helperBinary(t)
+	ctx := context.Background()
+
+	tests, err := listTests(ctx, bin, dir, "", "SkipMe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang"; got != want {
+		t.Errorf("listTests = %s, want %s", got, want)
+	}
+	if tests, _ = listTests(ctx, bin, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
+		t.Errorf("listTests with run = %v", tests)
+	}
+	if _, err := listTests(ctx, bin, dir, "", "("); err == nil {
+		t.Error("bad --skip regexp accepted")
+	}
+
+	out := filepath.Join(t.TempDir(), "out.log")
+	res, err := testRun{Binary: bin, Dir: dir, Test: "TestPass", Timeout: time.Minute, Output: out}.run(ctx)
+	if err != nil || res.ExitCode != 0 || res.TimedOut {
+		t.Errorf("TestPass: %+v, %v", res, err)
+	}
+	res, err = testRun{Binary: bin, Dir: dir, Test: "TestFail", Timeout: time.Minute, Output: out}.run(ctx)
+	if err != nil || res.ExitCode != 1 || res.TimedOut {
+		t.Errorf("TestFail: %+v, %v", res, err)
+	}
+	if data, _ := os.ReadFile(out); !bytes.Contains(data, []byte("boom")) {
+		t.Errorf("output lacks the failure:\n%s", data)
+	}
+}
+
+func TestHungRunIsKilledWithItsChildren(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a timeout")
+	}
+	bin, dir := helperBinary(t)
+	out := filepath.Join(t.TempDir(), "out.log")
+	pidfile := filepath.Join(t.TempDir(), "started")
+	start := time.Now()
+	res, err := testRun{Binary: bin, Dir: dir, Test: "TestHang", Timeout: 3 * time.Second, Output: out,
+		Env: []string{"H_PIDFILE=" + pidfile}}.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut {
+		t.Errorf("hung run not reported as timed out: %+v", res)
+	}
+	// Generous bound: the run must end, not wait for the grandchild forever.
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("hung run took %v", d)
+	}
+}
+
+func TestModuleRootOutsideModule(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("GO111MODULE", "")
+	_, err := moduleRoot(dir)
+	if err == nil || !strings.Contains(err.Error(), "not inside a Go module") {
+		t.Errorf("moduleRoot(%s) = %v", dir, err)
+	}
+}
+
+func TestProgressPlainLines(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf)
+	p.Begin("prepare", 2)
+	p.Done(0, "a: ok")
+	p.Done(1, "b: bug")
+	p.Close()
+	want := "prepare [1/2] a: ok\nprepare [2/2] b: bug\n"
+	if buf.String() != want {
+		t.Errorf("progress wrote %q, want %q", buf.String(), want)
+	}
+}

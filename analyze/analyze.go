@@ -130,7 +130,6 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		forest: newForest(),
 		store:  &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: opts.TempDir},
 		pairs:  make(map[pairKey]*pairAgg),
-		ivs:    make(map[ivKey]*ivList),
 		stats:  &Stats{},
 	}
 	defer a.store.close()
@@ -204,22 +203,15 @@ type analysis struct {
 	index  *objIndex
 	mask   uint64 // partitions handled by the current pair pass
 	pairs  map[pairKey]*pairAgg
-	ivs    map[ivKey]*ivList
 	stats  *Stats
 
-	// direct-mapped caches in front of pairs and ivs for the hot pair path
+	// direct-mapped cache in front of pairs for the hot pair path
 	pcache [1 << 10]pairSlot
-	icache [1 << 12]ivSlot
 }
 
 type pairSlot struct {
 	k pairKey
 	p *pairAgg
-}
-
-type ivSlot struct {
-	k ivKey
-	l *ivList
 }
 
 // pairKey is a candidate pair {ℓ1, ℓ2} of one kind.
@@ -232,6 +224,15 @@ type pairAgg struct {
 	count          int64
 	minGap, maxGap int64
 	obj            uint64
+	// windows of ℓ2's goroutines, for the interference pass; a pair has
+	// few partner goroutines, so a slice with a hint beats a map.
+	ivs  []gWindows
+	hint int
+}
+
+type gWindows struct {
+	g uint64
+	l ivList
 }
 
 // ivKey is (ℓ1, ℓ2's goroutine): the interference windows of ℓ1 in that
@@ -504,17 +505,21 @@ func (a *analysis) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint3
 	if lo > t1 { // overflow
 		lo = math.MinInt64
 	}
-	ik := ivKey{k.first, g2}
-	ih := (uint64(k.first)*0x9E3779B97F4A7C15 ^ g2*0xC2B2AE3D27D4EB4F) >> 52
-	is := &a.icache[ih]
-	l := is.l
-	if l == nil || is.k != ik {
-		l = a.ivs[ik]
-		if l == nil {
-			l = &ivList{cur: interval{lo, t2}}
-			a.ivs[ik] = l
+	var l *ivList
+	if h := p.hint; h < len(p.ivs) && p.ivs[h].g == g2 {
+		l = &p.ivs[h].l
+	} else {
+		for i := range p.ivs {
+			if p.ivs[i].g == g2 {
+				l, p.hint = &p.ivs[i].l, i
+				break
+			}
 		}
-		*is = ivSlot{ik, l}
+		if l == nil {
+			p.ivs = append(p.ivs, gWindows{g: g2, l: ivList{cur: interval{lo, t2}}})
+			p.hint = len(p.ivs) - 1
+			l = &p.ivs[p.hint].l
+		}
 	}
 	l.add(interval{lo, t2})
 }

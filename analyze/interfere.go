@@ -42,9 +42,10 @@ type winIndex struct {
 }
 
 type sweep struct {
-	t0  int64
-	k   int32 // first window with lo > t0
-	run bool  // t0 is valid
+	t0     int64
+	nextLo int64 // lo[k], or MaxInt64 past the last window
+	k      int32 // first window with lo > t0
+	run    bool  // t0 is valid
 }
 
 func sortLabeled(ws []labeled) {
@@ -86,6 +87,10 @@ func buildWinIndex(ws []labeled, piece int64) *winIndex {
 // window of this goroutine containing t.
 func (x *winIndex) event(t int64, m *marks, ls int32) {
 	sw := &x.sweep[ls]
+	if sw.run && t >= sw.t0 && t < sw.nextLo {
+		sw.t0 = t // no window starts in (t0, t]: nothing new
+		return
+	}
 	if sw.run && t < sw.t0 {
 		x.stab(t, m, ls)
 		return
@@ -103,7 +108,11 @@ func (x *winIndex) event(t int64, m *marks, ls int32) {
 			}
 		}
 	}
-	*sw = sweep{t0: t, k: int32(k), run: true}
+	next := int64(math.MaxInt64)
+	if k < len(x.lo) {
+		next = x.lo[k]
+	}
+	*sw = sweep{t0: t, nextLo: next, k: int32(k), run: true}
 }
 
 // stab marks the ℓ1 of every piece containing t.
@@ -222,9 +231,18 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 	sites := newSiteSet(plan.Locations)
 	// Windows per goroutine, merged per ℓ1.
 	perG := make(map[uint64][]labeled)
-	for k, l := range a.ivs {
+	// Gather the windows of every pair of ℓ1 per goroutine, then merge.
+	byKey := make(map[ivKey][]interval)
+	for k, p := range a.pairs {
+		for i := range p.ivs {
+			w := &p.ivs[i]
+			ik := ivKey{k.first, w.g}
+			byKey[ik] = append(append(byKey[ik], w.l.done...), w.l.cur)
+		}
+		p.ivs = nil
+	}
+	for k, all := range byKey {
 		label := sites.index(k.first)
-		all := append(l.done, l.cur)
 		slices.SortFunc(all, func(x, y interval) int {
 			switch {
 			case x.lo < y.lo:
@@ -248,7 +266,7 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 		}
 		emit(cur)
 	}
-	a.ivs = nil
+	byKey = nil
 	idx := make(map[uint64]*winIndex, len(perG))
 	for g, ws := range perG {
 		idx[g] = buildWinIndex(ws, 2*a.delta)

@@ -347,6 +347,9 @@ func (r *fileRewriter) isFuncObj(e ast.Expr) bool {
 // tempable reports whether `t := e` gives t the type e has in its context,
 // so that e can be evaluated early into a temporary.
 func (r *fileRewriter) tempable(e ast.Expr) bool {
+	if r.implicitInstance(e) {
+		return false
+	}
 	tv, ok := r.info.Types[e]
 	if !ok || tv.Type == nil {
 		return false
@@ -368,4 +371,21 @@ func (r *fileRewriter) tempable(e ast.Expr) bool {
 		}
 	}
 	return true
+}
+
+// implicitInstance reports whether e names a generic function whose type
+// arguments are inferred from the context (s.fn = genericFunc): such a
+// value cannot be passed through a helper or a temporary.
+func (r *fileRewriter) implicitInstance(e ast.Expr) bool {
+	var id *ast.Ident
+	switch x := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		id = x
+	case *ast.SelectorExpr:
+		id = x.Sel
+	default:
+		return false
+	}
+	_, ok := r.info.Instances[id]
+	return ok
 }

@@ -433,7 +433,7 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 	}
 	if len(n.Lhs) == len(n.Rhs) {
 		for i, l := range n.Lhs {
-			if !r.slot(l) || !r.pure(l) {
+			if !r.slot(l) || !r.pure(l) || r.implicitInstance(n.Rhs[i]) {
 				continue
 			}
 			op := r.staticOp(n.Rhs[i], typeOf(r.info, l))

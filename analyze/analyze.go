@@ -419,7 +419,7 @@ func (a *analysis) pass2() error {
 			if !full && a.mask&(1<<partition(obj)) == 0 {
 				continue
 			}
-			ev := a.index.lookup(obj)
+			ev, nd := a.index.lookup(obj)
 			if ev == nil {
 				continue
 			}
@@ -437,22 +437,19 @@ func (a *analysis) pass2() error {
 				e := &ev[k-1]
 				a.instance(pairKey{e.site, site, opInit}, obj, e.time, e.g, e.clock, t, c.G[i], c.Clock[i])
 			}
-			// First dispose at or after t: scan back over ties, then on.
+			// First dispose at or after t.
 			j := k
-			for j > 0 && ev[j-1].time == t {
-				j--
+			if j > 0 && ev[j-1].time == t {
+				j = sort.Search(k, func(x int) bool { return ev[x].time >= t })
 			}
-			for ; j < len(ev); j++ {
-				e := &ev[j]
-				if !inWindow(t, e.time, a.delta) {
-					if e.op == opDispose {
+			if j < len(ev) {
+				if d := int(nd[j]); d < len(ev) {
+					e := &ev[d]
+					if inWindow(t, e.time, a.delta) {
+						a.instance(pairKey{site, e.site, opUse}, obj, t, c.G[i], c.Clock[i], e.time, e.g, e.clock)
+					} else {
 						a.stats.PrunedWindow++
 					}
-					break
-				}
-				if e.op == opDispose {
-					a.instance(pairKey{site, e.site, opUse}, obj, t, c.G[i], c.Clock[i], e.time, e.g, e.clock)
-					break
 				}
 			}
 		}

@@ -198,9 +198,13 @@ func (s *lifecycleStore) close() error {
 // sequence over 16-byte slots, no pointers, so it is cheap for the
 // collector and for the cache.
 type objIndex struct {
-	ev    []lcEvent
-	slots []objSlot
-	mask  uint64
+	ev []lcEvent
+	// nextDisp[i] is the offset, within i's object, of the first dispose
+	// at or after i (the object's event count when there is none), so a
+	// use finds its dispose without walking over re-initializations.
+	nextDisp []int32
+	slots    []objSlot
+	mask     uint64
 	// one-entry cache: consecutive uses are often of the same object.
 	lastObj uint64
 	lastS   objSlot
@@ -238,11 +242,18 @@ func buildIndex(ev []lcEvent) *objIndex {
 	for size < 2*objects {
 		size <<= 1
 	}
-	x := &objIndex{ev: ev, slots: make([]objSlot, size), mask: uint64(size - 1)}
+	x := &objIndex{ev: ev, nextDisp: make([]int32, len(ev)), slots: make([]objSlot, size), mask: uint64(size - 1)}
 	for i := 0; i < len(ev); {
 		j := i + 1
 		for j < len(ev) && ev[j].obj == ev[i].obj {
 			j++
+		}
+		next := int32(j - i)
+		for k := j - 1; k >= i; k-- {
+			if ev[k].op == opDispose {
+				next = int32(k - i)
+			}
+			x.nextDisp[k] = next
 		}
 		h := mix(ev[i].obj) & x.mask
 		for x.slots[h].n != 0 {
@@ -271,20 +282,22 @@ func mix(v uint64) uint64 {
 	return v
 }
 
-// lookup returns the lifecycle events of obj, sorted by time.
-func (x *objIndex) lookup(obj uint64) []lcEvent {
+// lookup returns the lifecycle events of obj, sorted by time, and their
+// nextDisp offsets.
+func (x *objIndex) lookup(obj uint64) ([]lcEvent, []int32) {
 	if x.lastS.n != 0 && x.lastObj == obj {
-		return x.ev[x.lastS.start : x.lastS.start+x.lastS.n]
+		s := x.lastS
+		return x.ev[s.start : s.start+s.n], x.nextDisp[s.start : s.start+s.n]
 	}
 	h := mix(obj) & x.mask
 	for {
 		s := x.slots[h]
 		if s.n == 0 {
-			return nil
+			return nil, nil
 		}
 		if s.obj == obj {
 			x.lastObj, x.lastS = obj, s
-			return x.ev[s.start : s.start+s.n]
+			return x.ev[s.start : s.start+s.n], x.nextDisp[s.start : s.start+s.n]
 		}
 		h = (h + 1) & x.mask
 	}

@@ -65,6 +65,14 @@ type delayRec struct {
 	ended  bool
 }
 
+// inflight is a delay in progress, for reorder detection.
+type inflight struct {
+	id   uint64
+	site uint32
+	g    uint64
+	obj  uintptr
+}
+
 func (l *loc) prob() float64 { return math.Float64frombits(l.probBits.Load()) }
 
 // clock abstracts time for tests: now is monotonic nanoseconds since the
@@ -104,10 +112,14 @@ type engine struct {
 	skipCapG atomic.Int64
 	skipCapR atomic.Int64
 	hbPrunes atomic.Int64
+	reorders atomic.Int64
 	stopped  atomic.Bool
 
 	mu   sync.Mutex
 	perG map[uint64]int64 // delay per goroutine, ns; guarded by mu
+
+	fmu    sync.Mutex
+	flight []inflight // delays in progress; guarded by fmu
 
 	maxLocDelay int64
 	finishOnce  sync.Once
@@ -195,7 +207,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 
 // refreshOn recomputes whether At must look at l.
 func (e *engine) refreshOn(l *loc) {
-	on := (l.isLoc && !l.dead.Load()) || (len(l.partnerOf) > 0 && !e.cfg.ablate.noHB)
+	on := (l.isLoc && !l.dead.Load()) || len(l.partnerOf) > 0
 	if on && !e.stopped.Load() {
 		l.on.Store(1)
 	} else {
@@ -215,7 +227,10 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	}
 	t := e.clk.now()
 	t0, known := e.gtab.swap(g, t)
-	if len(l.partnerOf) > 0 && !e.cfg.ablate.noHB && known {
+	if e.active.Load() > 0 {
+		e.noteReorder(l, g, obj, t)
+	}
+	if len(l.partnerOf) > 0 && known && !e.cfg.ablate.noHB {
 		e.inferHB(l, g, t0, t)
 	}
 	if l.isLoc && !l.dead.Load() {
@@ -262,6 +277,9 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	e.mu.Unlock()
 
 	id := e.nextID.Add(1)
+	e.fmu.Lock()
+	e.flight = append(e.flight, inflight{id: id, site: l.site, g: g, obj: obj})
+	e.fmu.Unlock()
 	l.active.Add(1)
 	e.active.Add(1)
 	l.delays.Add(1)
@@ -296,6 +314,14 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 			break
 		}
 	}
+	e.fmu.Lock()
+	for i, f := range e.flight {
+		if f.id == id {
+			e.flight = append(e.flight[:i], e.flight[i+1:]...)
+			break
+		}
+	}
+	e.fmu.Unlock()
 	l.active.Add(-1)
 	e.active.Add(-1)
 }
@@ -376,6 +402,28 @@ func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 		if all {
 			e.kill(l1)
 		}
+	}
+}
+
+// noteReorder logs that goroutine g reached watched site l at t with
+// object obj while a delay on the same object was in progress in another
+// goroutine: the delay let g touch the object before the delayed access,
+// which is how a delayed init exposes a use-before-init. Attribution uses
+// it when the panic comes later in g (a check that saw nil took the wrong
+// branch and closed a channel twice, say).
+func (e *engine) noteReorder(l *loc, g uint64, obj uintptr, t int64) {
+	var hits [8]inflight
+	n := 0
+	e.fmu.Lock()
+	for _, f := range e.flight {
+		if f.obj == obj && f.g != g && n < len(hits) {
+			hits[n] = f
+			n++
+		}
+	}
+	e.fmu.Unlock()
+	for _, f := range hits[:n] {
+		e.logReorder(f, l.site, g, obj, t)
 	}
 }
 

@@ -362,10 +362,65 @@ func TestHBInference(t *testing.T) {
 }
 
 func TestHBAblation(t *testing.T) {
-	p := testPlan(location(1, 10*ms, 1, 2))
+	p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
 	e := newTestEngine(t, p, func(c *config) { c.ablate.noHB = true })
-	if e.table[2].on.Load() != 0 {
-		t.Errorf("partner site watched with HB inference off")
+	if e.table[2].on.Load() == 0 {
+		t.Errorf("partner site not watched (reorders are tracked with HB inference off too)")
+	}
+	// The stall of TestHBInference's first case prunes nothing.
+	e.clk.set(95 * ms)
+	e.hit(4, 2)
+	e.clk.set(100 * ms)
+	e.hit(1, 1)
+	e.clk.set(111 * ms)
+	e.hit(2, 2)
+	if e.table[1].pairs[0].pruned.Load() || e.hbPrunes.Load() != 0 {
+		t.Errorf("pair pruned with HB inference ablated")
+	}
+}
+
+func TestReorderLogged(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	e := newTestEngine(t, p, nil)
+	// A delay at 1 on object 0x1000 in goroutine 1 is in progress.
+	e.flight = append(e.flight, inflight{id: 9, site: 1, g: 1, obj: 0x1000})
+	e.active.Store(1)
+	e.clk.set(5 * ms)
+	e.hit(2, 2)                    // another goroutine touches the object at ℓ2
+	e.hit(2, 1)                    // the delayed goroutine itself: no reorder
+	e.event(e.table[2], 3, 0x2000) // another object: no reorder
+	e.flight = nil
+	e.active.Store(0)
+	e.hit(2, 4) // no delay in progress
+	recs := e.records(t)
+	n := count(recs, EvReorder, nil)
+	if n != 1 || count(recs, EvReorder, func(r map[string]any) bool {
+		return r["first"] == 1.0 && r["second"] == 2.0 && r["id"] == 9.0 && r["g"] == 2.0 &&
+			r["delay_g"] == 1.0 && r["obj"] == float64(0x1000) && r["t"] == float64(5*ms)
+	}) != 1 {
+		t.Errorf("%d reorder records: %v", n, recs)
+	}
+	if e.reorders.Load() != 1 {
+		t.Errorf("reorder count %d", e.reorders.Load())
+	}
+}
+
+// A real delay registers in flight while it sleeps and leaves after.
+func TestInflightDuringDelay(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	e := newTestEngine(t, p, nil)
+	var seen []inflight
+	e.engine.clk.sleep = func(ns int64) {
+		e.fmu.Lock()
+		seen = append(seen, e.flight...)
+		e.fmu.Unlock()
+	}
+	e.event(e.table[1], 7, 0x1234)
+	if len(seen) != 1 || seen[0].site != 1 || seen[0].g != 7 || seen[0].obj != 0x1234 {
+		t.Errorf("in flight during the delay: %+v", seen)
+	}
+	if len(e.flight) != 0 {
+		t.Errorf("still in flight after the delay: %+v", e.flight)
 	}
 }
 

@@ -11,13 +11,16 @@ import (
 // Log record kinds: the "ev" field of every line of the WAFL_LOG file
 // (docs/report-format.md, "Run log").
 const (
-	EvSetup  = "setup"  // first line: run, seed, plan, start time, pid
-	EvDelay  = "delay"  // a delay started
-	EvEnd    = "end"    // a delay ended (the delayed access follows)
-	EvSkip   = "skip"   // a delay was skipped (interference or a cap)
-	EvHB     = "hb"     // a pair was pruned by happens-before inference
-	EvLoc    = "loc"    // final state of one location, written by Finish
-	EvFinish = "finish" // last line: totals, written by Finish
+	EvSetup = "setup" // first line: run, seed, plan, start time, pid
+	EvDelay = "delay" // a delay started
+	EvEnd   = "end"   // a delay ended (the delayed access follows)
+	EvSkip  = "skip"  // a delay was skipped (interference or a cap)
+	EvHB    = "hb"    // a pair was pruned by happens-before inference
+	// EvReorder: a watched site touched the object of a delay in progress
+	// in another goroutine (the delay reordered the accesses).
+	EvReorder = "reorder"
+	EvLoc     = "loc"    // final state of one location, written by Finish
+	EvFinish  = "finish" // last line: totals, written by Finish
 )
 
 // Skip reasons (the "why" field of EvSkip records).
@@ -27,15 +30,19 @@ const (
 	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
 )
 
-// maxSkipRecords bounds the skip lines per run; the totals in the finish
-// record stay exact.
-const maxSkipRecords = 10000
+// maxSkipRecords and maxReorderRecords bound the skip and reorder lines
+// per run; the totals in the finish record stay exact.
+const (
+	maxSkipRecords    = 10000
+	maxReorderRecords = 10000
+)
 
 // logWriter appends JSON lines to the run log with one write system call
 // per record and no buffering, so a crash loses nothing written before it.
 type logWriter struct {
-	f     *os.File
-	skips atomic.Int64 // skip lines written
+	f        *os.File
+	skips    atomic.Int64 // skip lines written
+	reorders atomic.Int64 // reorder lines written
 }
 
 func openLog(path string) (*logWriter, error) {
@@ -191,6 +198,15 @@ func (e *engine) logHB(l1 *loc, second uint32, g2 uint64, d delayRec, gap, t2 in
 		uint("id", d.id).uint("g", g2).uint("delay_g", d.g).int("gap", gap).int("delay_ns", d.te-d.ts))
 }
 
+func (e *engine) logReorder(f inflight, site uint32, g uint64, obj uintptr, t int64) {
+	e.reorders.Add(1)
+	if e.log == nil || e.log.reorders.Add(1) > maxReorderRecords {
+		return
+	}
+	e.log.write(newRec(EvReorder, t).uint("first", uint64(f.site)).uint("second", uint64(site)).
+		uint("id", f.id).uint("g", g).uint("delay_g", f.g).uint("obj", uint64(obj)))
+}
+
 func (e *engine) logFinish(drain int64) {
 	if e.log == nil {
 		return
@@ -203,5 +219,5 @@ func (e *engine) logFinish(drain int64) {
 	}
 	e.log.write(newRec(EvFinish, t).int("delays", e.nDelays.Load()).int("delay_ns", e.total.Load()).
 		int("skip_interference", e.skipInt.Load()).int("skip_cap_goroutine", e.skipCapG.Load()).
-		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("drain_ns", drain))
+		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("reorders", e.reorders.Load()).int("drain_ns", drain))
 }

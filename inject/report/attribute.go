@@ -23,6 +23,10 @@ type Attribution struct {
 	// one.
 	InProgress    bool
 	SameGoroutine bool
+	// Reordered is set for a use-before-init attributed through a logged
+	// reorder: the panicking goroutine ran ℓ2 (Pair.Second) during the
+	// delay and failed later, at Failing.
+	Reordered bool
 }
 
 // allowed reports whether a panic of kind k can come from a bug of kind b:
@@ -101,7 +105,11 @@ func contains(ids []uint32, id uint32) bool {
 //   - use-after-dispose: an ended delay at ℓ1, on that line, in the
 //     panicking goroutine itself, where ℓ1 has a use-after-dispose pair.
 //
-// The panic must be one a bug of that kind produces. When nothing
+// The panic must be one a bug of that kind produces. Failing that, a
+// use-before-init is also attributed when the log shows the panicking
+// goroutine touched the object of a delay at ℓ1 while that delay was in
+// progress and the panic is at an instrumented site (see
+// attributeReorder). When nothing
 // matches it returns nil and the reason, for the ordinary-failure report.
 func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution, string) {
 	if c == nil {
@@ -132,11 +140,96 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 			return a, ""
 		}
 	}
+	if a := attributeReorder(p, tab, lg, c, g, ix); a != nil {
+		return a, ""
+	}
 	where := fmt.Sprintf("%s:%d", c.Failing.File, c.Failing.Line)
 	if !matchedSites {
 		return nil, fmt.Sprintf("the panic at %s (goroutine %d) is at no instrumented site", where, g.ID)
 	}
 	return nil, fmt.Sprintf("the panic at %s (goroutine %d) matches no candidate pair whose delay was injected in this run", where, g.ID)
+}
+
+// attributeReorder is the second chance for use-before-init: the log
+// shows that, while a delay at an init location ℓ1 was in progress, the
+// panicking goroutine reached a watched site with the delay's object (it
+// saw the slot before its init), and the panic is at an instrumented site
+// later in that goroutine — what it found missing sent it down a wrong
+// path (say, a nil check that led to a double close). The pair is
+// (ℓ1 → the site it reached) when that is a use-before-init pair of ℓ1,
+// else ℓ1's first use-before-init pair. The most recent reorder wins.
+func attributeReorder(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Goroutine, ix *siteIndex) *Attribution {
+	var f Frame
+	var ids []uint32
+	for _, fr := range g.Frames {
+		if internalFrame(fr) {
+			continue
+		}
+		if ids = ix.lookup(fr); len(ids) > 0 {
+			f = fr
+			break
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var best *Attribution
+	var bestT int64
+	for _, r := range lg.Reorders {
+		if r.G != uint64(g.ID) || (best != nil && r.T <= bestT) {
+			continue
+		}
+		d := lg.Delay(r.Delay)
+		if d == nil || d.G == r.G {
+			continue
+		}
+		loc := p.Location(d.Site)
+		if loc == nil {
+			continue
+		}
+		var pair *plans.Pair
+		for i := range loc.Pairs {
+			pr := &loc.Pairs[i]
+			if pr.Kind != plans.UseBeforeInit {
+				continue
+			}
+			if pr.Second == r.Second {
+				pair = pr
+				break
+			}
+			if pair == nil {
+				pair = pr
+			}
+		}
+		if pair == nil {
+			continue
+		}
+		best = &Attribution{Kind: plans.UseBeforeInit, Delay: d, Pair: *pair, Failing: pickSite(tab, ids, c.Kind),
+			Frame: f, InProgress: !d.Ended, Reordered: true}
+		bestT = r.T
+	}
+	return best
+}
+
+// pickSite chooses among the sites of one line the one the panic kind
+// points at: a close for close panics, a send for a send on a closed
+// channel, else the first.
+func pickSite(tab *sites.Table, ids []uint32, k PanicKind) uint32 {
+	want := ""
+	switch k {
+	case CloseClosed, CloseNil:
+		want = "close"
+	case SendClosed:
+		want = "send"
+	}
+	if want != "" && tab != nil {
+		for _, id := range ids {
+			if s, ok := tab.Lookup(id); ok && strings.Contains(s.Kind, want) {
+				return id
+			}
+		}
+	}
+	return ids[0]
 }
 
 func attributeAt(p *plans.Plan, lg *Log, c *Crash, gid int64, f Frame, ids []uint32) *Attribution {

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memorder/wafl/instrument/sites"
@@ -15,6 +18,8 @@ func attrFixture() (*plans.Plan, *sites.Table) {
 		{ID: 2, Kind: "use", File: "/m/p/a.go", Line: 10, Expr: "s.b"},
 		{ID: 3, Kind: "store", File: "/m/p/a.go", Line: 20, Expr: "s.b"},
 		{ID: 4, Kind: "use", File: "/m/p/a.go", Line: 30, Expr: "s.c"},
+		{ID: 5, Kind: "use", File: "/m/p/a.go", Line: 40, Expr: "s.ch"},
+		{ID: 6, Kind: "close", File: "/m/p/a.go", Line: 40, Expr: "s.ch"},
 	}}
 	p := newPlan(
 		pairLoc(plans.UseBeforeInit, 3, 2, ms),   // init s.b at 20 → use at 10
@@ -105,5 +110,64 @@ func TestAttributePrefersInProgress(t *testing.T) {
 	a, _ := Attribute(p, tab, lg, crashAt(NilDeref, 20, "/m/p/a.go", 10))
 	if a == nil || a.Delay.ID != 2 || !a.InProgress {
 		t.Fatalf("attribution %+v, want delay 2 (in progress)", a)
+	}
+}
+
+func TestAttributeReorder(t *testing.T) {
+	p, tab := attrFixture()
+	d := &Delay{ID: 1, Site: 3, G: 10, Ns: ms}
+	lg := logWith(d)
+	lg.Reorders = []Reorder{{T: 5, First: 3, Second: 2, Delay: 1, G: 20, DelayG: 10}}
+	// Goroutine 20 touched the delayed object at ℓ2 (site 2) during the
+	// delay, then double-closed at line 40.
+	a, why := Attribute(p, tab, lg, crashAt(CloseClosed, 20, "/m/p/a.go", 40))
+	if a == nil || !a.Reordered || a.Kind != plans.UseBeforeInit || a.Failing != 6 || a.Pair.Second != 2 {
+		t.Fatalf("attribution %+v (%s); want reordered use-before-init failing at the close (6)", a, why)
+	}
+	// Another goroutine panicking there is not explained by the reorder.
+	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 21, "/m/p/a.go", 40)); a != nil {
+		t.Errorf("attributed a panic in a goroutine that did not run ℓ2: %+v", a)
+	}
+	// Nor is a panic at a line without sites.
+	if a, _ := Attribute(p, tab, lg, crashAt(NilDeref, 20, "/m/p/a.go", 41)); a != nil {
+		t.Errorf("attributed a panic at no site: %+v", a)
+	}
+	// Reaching ℓ1 itself during the delay (a second init) names ℓ1's
+	// use-before-init pair.
+	lg.Reorders = []Reorder{{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10}}
+	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 20, "/m/p/a.go", 40)); a == nil || a.Pair.Second != 2 {
+		t.Errorf("second init during the delay: %+v", a)
+	}
+	// A delay at a use-after-dispose location does not count.
+	lg = logWith(&Delay{ID: 1, Site: 4, G: 10, Ns: ms})
+	lg.Reorders = []Reorder{{T: 5, First: 4, Second: 1, Delay: 1, G: 20, DelayG: 10}}
+	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 20, "/m/p/a.go", 40)); a != nil {
+		t.Errorf("attributed through a use-after-dispose delay: %+v", a)
+	}
+}
+
+// A panic at the failing site of a bug the plan already records, reached
+// through another pair's delay, is reported as that known bug, not as a
+// new one or an unexplained failure.
+func TestOutcomeKnownBug(t *testing.T) {
+	p, tab := attrFixture()
+	p.AddBug(plans.Bug{Kind: plans.UseAfterDispose, Delayed: 4, Failing: 4, Run: 1, Panic: "send on closed channel"})
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "run.log")
+	// A delay at 3 (the use-before-init location), then a send on a
+	// closed channel at line 30 (site 4) in goroutine 12.
+	if err := os.WriteFile(logPath, []byte(`{"ev":"setup","t":0,"run":2,"seed":1}
+{"ev":"delay","t":10,"id":1,"site":3,"g":11,"ns":1000000}
+{"ev":"end","t":20,"id":1,"site":3,"g":11,"ns":1000000,"p":0.9}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr := "panic: send on closed channel\n\ngoroutine 12 [running]:\nexample.com/p.F()\n\t/m/p/a.go:30 +0x1\n"
+	res, err := Outcome(RunInput{Plan: p, Sites: tab, LogPath: logPath, Stderr: []byte(stderr), ExitCode: 2, Run: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != Fail || res.Known == nil || res.Known.Failing != 4 || !strings.Contains(res.Reason, "known use-after-dispose") {
+		t.Fatalf("status %s known %+v reason %q", res.Status, res.Known, res.Reason)
 	}
 }

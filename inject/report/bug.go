@@ -30,10 +30,14 @@ type Bug struct {
 	// panicking goroutine was at.
 	Delayed Location `json:"delayed"`
 	Failing Location `json:"failing"`
-	// Partner is ℓ2 of the pair for a use-after-dispose bug (the
-	// dispose); for use-before-init it is the failing site.
+	// Partner is ℓ2 of the pair when it is not the failing site: the
+	// dispose of a use-after-dispose, or the use that ran during the delay
+	// for a use-before-init that failed further on (Reordered).
 	Partner *Location `json:"partner,omitempty"`
-	Delay   DelayInfo `json:"delay"`
+	// Reordered is set for a use-before-init whose panic came after ℓ2, in
+	// the goroutine that ran ℓ2 during the delay.
+	Reordered bool      `json:"reordered,omitempty"`
+	Delay     DelayInfo `json:"delay"`
 	// PanickingGoroutine is the goroutine that panicked.
 	PanickingGoroutine int64 `json:"panicking_goroutine"`
 	// Run is the detection run that exposed the bug and Runs how many
@@ -134,10 +138,11 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	if b.Failing.File == "" {
 		b.Failing.File, b.Failing.Line = a.Frame.File, a.Frame.Line
 	}
-	if a.Kind == plans.UseAfterDispose {
+	if a.Kind == plans.UseAfterDispose || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
 		b.Partner = &p
 	}
+	b.Reordered = a.Reordered
 	b.Reproduce = Reproduce{Wafl: in.Reproduce, Command: append([]string{in.Binary}, in.Args...), Env: in.Env}
 	if b.Reproduce.Wafl == "" {
 		b.Reproduce.Wafl = fmt.Sprintf("wafl detect --run %s --seed %d %s",
@@ -236,7 +241,12 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		ew.printf("  failing:   %s\n", b.Failing)
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {
-			ew.printf("  disposed:  %s\n", *b.Partner)
+			if b.Kind == plans.UseAfterDispose {
+				ew.printf("  disposed:  %s\n", *b.Partner)
+			} else {
+				ew.printf("  used:      %s\n", *b.Partner)
+				ew.printf("             during the delay, by goroutine %d\n", b.PanickingGoroutine)
+			}
 		}
 		ew.printf("  reproduce: %s\n", b.Reproduce.Wafl)
 		if len(b.Reproduce.Command) > 0 && b.Reproduce.Command[0] != "" {

@@ -18,8 +18,11 @@ type Log struct {
 	Delays []*Delay // in start order
 	Skips  []Skip   // at most 10000 per run; Finish has the exact totals
 	Prunes []Prune  // pairs pruned by happens-before inference
-	Locs   []LocEnd // per-location state at Finish
-	Finish *Finish  // nil when the process died before Finish
+	// Reorders are accesses at watched sites to the object of a delay in
+	// progress in another goroutine (at most 10000 per run).
+	Reorders []Reorder
+	Locs     []LocEnd // per-location state at Finish
+	Finish   *Finish  // nil when the process died before Finish
 	// Missing is set when the log file did not exist (the binary failed
 	// before setting up the run). Truncated is set when the last line was
 	// cut short (the process died while writing it); BadLines counts
@@ -82,6 +85,19 @@ type Prune struct {
 	DelayNs int64  `json:"delay_ns"`
 }
 
+// Reorder is watched site Second reached by goroutine G, with object Obj,
+// while delay Delay at ℓ1 = First on the same object was in progress in
+// goroutine DelayG.
+type Reorder struct {
+	T      int64  `json:"t"`
+	First  uint32 `json:"first"`
+	Second uint32 `json:"second"`
+	Delay  uint64 `json:"id"`
+	G      uint64 `json:"g"`
+	DelayG uint64 `json:"delay_g"`
+	Obj    uint64 `json:"obj"`
+}
+
 // LocEnd is a location's state at Finish.
 type LocEnd struct {
 	Site      uint32  `json:"site"`
@@ -101,6 +117,7 @@ type Finish struct {
 	SkipCapGoroutine int64 `json:"skip_cap_goroutine"`
 	SkipCapRun       int64 `json:"skip_cap_run"`
 	HB               int64 `json:"hb"`
+	Reorders         int64 `json:"reorders"`
 	DrainNs          int64 `json:"drain_ns"`
 }
 
@@ -200,6 +217,12 @@ func (lg *Log) add(line []byte) error {
 			return err
 		}
 		lg.Prunes = append(lg.Prunes, p)
+	case inject.EvReorder:
+		var r Reorder
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		lg.Reorders = append(lg.Reorders, r)
 	case inject.EvLoc:
 		var l LocEnd
 		if err := json.Unmarshal(line, &l); err != nil {

@@ -63,8 +63,12 @@ type RunResult struct {
 	Bug    *Bug         // set for BugFound
 	Attr   *Attribution // set for BugFound
 	Crash  *Crash       // the parsed crash, if the run panicked
-	Log    *Log
-	Run    plans.Run // the run record UpdatePlan appends
+	// Known is set for a Fail whose panic is at the failing site of a bug
+	// the plan already records (the same bug, reached through another
+	// delay): not a new bug, and no sign of a broken test either.
+	Known *plans.Bug
+	Log   *Log
+	Run   plans.Run // the run record UpdatePlan appends
 }
 
 // Outcome classifies a finished detection run: it reads the run log and
@@ -118,6 +122,11 @@ func Outcome(in RunInput) (*RunResult, error) {
 			res.Status = BugFound
 			res.Attr = a
 			res.Bug = newBug(in, a, c)
+		} else if kb := knownBug(in.Plan, in.Sites, c); kb != nil {
+			res.Status = Fail
+			res.Known = kb
+			res.Reason = fmt.Sprintf("panic: %s: the known %s bug of run %d (delayed site %d, failing site %d) showed again, not through a delay of its own pair",
+				c.Panic, kb.Kind, kb.Run, kb.Delayed, kb.Failing)
 		} else {
 			res.Status = Fail
 			res.Reason = fmt.Sprintf("panic: %s: not a MEMORDER bug: %s", c.Panic, why)
@@ -130,6 +139,29 @@ func Outcome(in RunInput) (*RunResult, error) {
 	}
 	res.Run = runRecord(in, res)
 	return res, nil
+}
+
+// knownBug returns the plan's bug whose failing site the panicking
+// goroutine's stack is at, with a panic that kind of bug produces.
+func knownBug(p *plans.Plan, tab *sites.Table, c *Crash) *plans.Bug {
+	g := c.Panicking()
+	if g == nil || len(p.Bugs) == 0 || !c.Kind.Memorder() {
+		return nil
+	}
+	ix := newSiteIndex(tab)
+	for _, f := range g.Frames {
+		if internalFrame(f) {
+			continue
+		}
+		for _, id := range ix.lookup(f) {
+			for i := range p.Bugs {
+				if b := &p.Bugs[i]; b.Failing == id && allowed(b.Kind, c.Kind) {
+					return b
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func setupError(stderr []byte) string {
@@ -211,7 +243,13 @@ func UpdatePlan(p *plans.Plan, res *RunResult) {
 		if res.Crash != nil {
 			panicMsg = res.Crash.Panic
 		}
-		p.AddBug(plans.Bug{Kind: a.Kind, Delayed: a.Delay.Site, Failing: a.Failing,
+		// The plan keys a bug by its pair: for a reordered use-before-init
+		// that is ℓ2, not the later site that panicked.
+		failing := a.Failing
+		if a.Reordered {
+			failing = a.Pair.Second
+		}
+		p.AddBug(plans.Bug{Kind: a.Kind, Delayed: a.Delay.Site, Failing: failing,
 			Run: res.Run.N, Seed: res.Run.Seed, Panic: panicMsg})
 	}
 }

@@ -236,6 +236,24 @@ func TestBugThroughRecordHooks(t *testing.T) {
 	}
 }
 
+// TestBugReorderedUseBeforeInit: the use-before-init shows as a double
+// close after ℓ2, attributed through the logged reorder.
+func TestBugReorderedUseBeforeInit(t *testing.T) {
+	p := newPlan(pairLoc(plans.UseBeforeInit, 18, 17, 300*ms))
+	res, out := retry(t, "reordered use-before-init", func() (*RunResult, string) {
+		return runScenario(t, "TestScenarioCheckThenAct", p, runOpts{seed: 17})
+	}, func(r *RunResult) bool { return r.Status == BugFound })
+	b := res.Bug
+	if b.Kind != plans.UseBeforeInit || !b.Reordered || b.Delayed.Site != 18 || b.Failing.Site != 19 ||
+		b.Partner == nil || b.Partner.Site != 17 || res.Crash.Kind != CloseClosed {
+		t.Fatalf("bug %+v (crash %s)\n%s", b, res.Crash.Kind, out)
+	}
+	UpdatePlan(p, res)
+	if len(p.Bugs) != 1 || p.Bugs[0].Failing != 17 || p.Locations[0].Pairs[0].Pruned != plans.PrunedBug {
+		t.Errorf("plan bug %+v pair %+v", p.Bugs, p.Locations[0].Pairs[0])
+	}
+}
+
 func TestBugAfterTestReturned(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseAfterDispose, 5, 6, 400*ms))
 	res, out := retry(t, "use-after-dispose after the test returned", func() (*RunResult, string) {

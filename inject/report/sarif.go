@@ -152,8 +152,12 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 			PhysicalLocation: physical(b.Delayed, root), Message: &sarifMessage{"delayed here: " + describe(b.Delayed)}})
 		if b.Partner != nil {
 			id++
+			what := "disposed here: "
+			if b.Kind == plans.UseBeforeInit {
+				what = "used here during the delay: "
+			}
 			res.RelatedLocations = append(res.RelatedLocations, sarifLocation{ID: ptr(id),
-				PhysicalLocation: physical(*b.Partner, root), Message: &sarifMessage{"disposed here: " + describe(*b.Partner)}})
+				PhysicalLocation: physical(*b.Partner, root), Message: &sarifMessage{what + describe(*b.Partner)}})
 		}
 		run.Results = append(run.Results, res)
 	}

@@ -197,3 +197,32 @@ func TestScenarioRecordHooks(t *testing.T) {
 	c.Store(nil) // site:16 atomic-store c
 	<-done
 }
+
+// TestScenarioCheckThenAct is a non-atomic "close once" (quic-go #1499):
+// each closer loads closeErr and, seeing nil, stores it and closes ch.
+// Delaying the store (the init) lets the second closer see nil at the
+// load (ℓ2) and later close ch a second time: the failure is a double
+// close, after ℓ2, in the goroutine that ran ℓ2 during the delay.
+func TestScenarioCheckThenAct(t *testing.T) {
+	scenarioOnly(t)
+	var closeErr atomic.Pointer[handler]
+	ch := make(chan struct{})
+	closeOnce := func() {
+		inject.At(17, unsafe.Pointer(&closeErr))
+		if closeErr.Load() != nil { // site:17 atomic-load closeErr
+			return
+		}
+		inject.At(18, unsafe.Pointer(&closeErr))
+		closeErr.Store(&handler{}) // site:18 atomic-store closeErr
+		inject.At(19, unsafe.Pointer(&ch))
+		close(ch) // site:19 close ch
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		closeOnce()
+	}()
+	time.Sleep(20 * time.Millisecond)
+	closeOnce()
+	<-done
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -407,7 +409,11 @@ func TestCancelledContext(t *testing.T) {
 func TestSpilledAnalysisMatchesInMemory(t *testing.T) {
 	rows := randomTrace(1, 20000, 3000)
 	mem, mst := analyzeRows(t, rows, Options{})
-	sp, sst := analyzeRows(t, rows, Options{MemoryBudget: 1, TempDir: t.TempDir()})
+	tmp := filepath.Join(t.TempDir(), "not", "yet")
+	sp, sst := analyzeRows(t, rows, Options{MemoryBudget: 1, TempDir: tmp})
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Fatalf("spill directory not created or not cleaned up: %v %v", ents, err)
+	}
 	re, rst := analyzeRows(t, rows, Options{RowSpill: true, TempDir: t.TempDir()})
 	if mst.RowSpill || !rst.RowSpill || rst.Passes != 3 {
 		t.Fatalf("row spill: default %v, RowSpill %v (%d passes)", mst.RowSpill, rst.RowSpill, rst.Passes)

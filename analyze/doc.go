@@ -2,4 +2,13 @@
 // candidate set S with the near-miss window and fork vector clocks, learns
 // per-location delay lengths and interference sets (WAFL thesis §3.1,
 // §4.1–4.4), streaming over traces larger than memory.
+//
+// File analyzes an Arrow trace written by record/trace; Reader analyzes a
+// stream; Run analyzes any Source of column batches. All return a
+// validated *plans.Plan and Stats (events, objects, candidates, pair
+// instances dropped by the near-miss window, by goroutine and by forks,
+// warnings). The analysis reads the trace three times — forks and
+// lifecycle rows, pairs, interference — keeping only init/dispose rows
+// (spilled to object-hash partitions beyond Options.MemoryBudget) and
+// per-pair aggregates in memory. docs/algorithm.md gives the exact rules.
 package analyze

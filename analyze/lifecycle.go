@@ -66,6 +66,11 @@ func (s *lifecycleStore) add(e lcEvent) error {
 }
 
 func (s *lifecycleStore) startSpill() error {
+	if s.tempDir != "" {
+		if err := os.MkdirAll(s.tempDir, 0o755); err != nil {
+			return fmt.Errorf("spill: %w", err)
+		}
+	}
 	dir, err := os.MkdirTemp(s.tempDir, "wafl-analyze-")
 	if err != nil {
 		return fmt.Errorf("spill: %w", err)

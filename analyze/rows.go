@@ -32,6 +32,11 @@ const (
 )
 
 func newRowSpill(dir string) (*rowSpill, error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("row spill: %w", err)
+		}
+	}
 	f, err := os.CreateTemp(dir, "wafl-analyze-rows-")
 	if err != nil {
 		return nil, fmt.Errorf("row spill: %w", err)

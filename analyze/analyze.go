@@ -100,7 +100,7 @@ type Stats struct {
 	RowSpill   bool // passes 2 and 3 read the row spill
 	Partitions int  // object-hash partition groups (1 unless spilled)
 	Truncated  bool
-	Malformed  int64 // rows skipped: unknown op, site 0, ragged columns
+	Malformed  int64 // rows skipped: unknown op, site 0 or ≥ 2^30, ragged columns
 	Duration   time.Duration
 	Warnings   []string
 }
@@ -178,7 +178,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		s.warnf("%d fork rows name a child that already has a parent or is its own parent; the first edge was kept", a.forest.dupes)
 	}
 	if s.Malformed > 0 {
-		s.warnf("%d malformed rows skipped (unknown op, site 0 or ragged columns)", s.Malformed)
+		s.warnf("%d malformed rows skipped (unknown op, site 0 or ≥ 2^30, ragged columns)", s.Malformed)
 	}
 	for _, l := range plan.Locations {
 		s.Candidates += len(l.Pairs)

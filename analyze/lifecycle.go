@@ -190,12 +190,15 @@ func (s *lifecycleStore) close() error {
 	if s.dir == "" {
 		return nil
 	}
-	for _, f := range s.files {
+	for i, f := range s.files {
 		if f != nil {
 			f.Close()
+			s.files[i] = nil
 		}
 	}
-	return os.RemoveAll(s.dir)
+	err := os.RemoveAll(s.dir)
+	s.dir, s.counts = "", [spillFanout]int{}
+	return err
 }
 
 // objIndex maps an object to its lifecycle events, which lie sorted by

@@ -71,6 +71,9 @@ type inflight struct {
 	site uint32
 	g    uint64
 	obj  uintptr
+	// lastG and lastSite are the latest reorder logged for this delay.
+	lastG    uint64
+	lastSite uint32
 }
 
 func (l *loc) prob() float64 { return math.Float64frombits(l.probBits.Load()) }
@@ -247,6 +250,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	}
 	if p < 1 && uniform(e.cfg.seed, l.site, n) >= p {
 		l.skipProb.Add(1)
+		e.logSkip(l, g, n, SkipProbability, 0)
 		return
 	}
 	if !e.cfg.ablate.noInterference {
@@ -415,9 +419,13 @@ func (e *engine) noteReorder(l *loc, g uint64, obj uintptr, t int64) {
 	var hits [8]inflight
 	n := 0
 	e.fmu.Lock()
-	for _, f := range e.flight {
-		if f.obj == obj && f.g != g && n < len(hits) {
-			hits[n] = f
+	for i := range e.flight {
+		f := &e.flight[i]
+		// Log each (delay, goroutine, site) once in a row: a loop
+		// spinning on the slot during the delay writes one line.
+		if f.obj == obj && f.g != g && n < len(hits) && (f.lastG != g || f.lastSite != l.site) {
+			f.lastG, f.lastSite = g, l.site
+			hits[n] = *f
 			n++
 		}
 	}

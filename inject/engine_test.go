@@ -387,6 +387,7 @@ func TestReorderLogged(t *testing.T) {
 	e.active.Store(1)
 	e.clk.set(5 * ms)
 	e.hit(2, 2)                    // another goroutine touches the object at ℓ2
+	e.hit(2, 2)                    // again: logged once
 	e.hit(2, 1)                    // the delayed goroutine itself: no reorder
 	e.event(e.table[2], 3, 0x2000) // another object: no reorder
 	e.flight = nil
@@ -616,5 +617,18 @@ func BenchmarkAtDecision(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		At(1, unsafe.Pointer(&x))
+	}
+}
+
+func TestProbabilitySkipsLogged(t *testing.T) {
+	p := testPlan(location(1, 1*ms, 0.5, 2))
+	e := newTestEngine(t, p, func(c *config) { c.ablate.noDecay = true })
+	for range 100 {
+		e.hit(1, 7)
+	}
+	recs := e.records(t)
+	skips := count(recs, EvSkip, func(r map[string]any) bool { return r["why"] == SkipProbability && r["site"] == 1.0 })
+	if int64(skips) != e.table[1].skipProb.Load() || skips+int(e.table[1].delays.Load()) != 100 || skips == 0 {
+		t.Errorf("%d probability skip records, counter %d, delays %d", skips, e.table[1].skipProb.Load(), e.table[1].delays.Load())
 	}
 }

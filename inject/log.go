@@ -28,20 +28,24 @@ const (
 	SkipInterference = "interference"  // an interfering delay was in progress
 	SkipCapGoroutine = "cap-goroutine" // MaxDelayPerGoroutineNs reached
 	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
+	SkipProbability  = "probability"   // the draw said no (P < 1)
 )
 
-// maxSkipRecords and maxReorderRecords bound the skip and reorder lines
-// per run; the totals in the finish record stay exact.
+// maxSkipRecords, maxProbSkipRecords and maxReorderRecords bound the
+// skip and reorder lines per run; the totals in the loc and finish records
+// stay exact.
 const (
-	maxSkipRecords    = 10000
-	maxReorderRecords = 10000
+	maxSkipRecords     = 10000
+	maxProbSkipRecords = 1000
+	maxReorderRecords  = 10000
 )
 
 // logWriter appends JSON lines to the run log with one write system call
 // per record and no buffering, so a crash loses nothing written before it.
 type logWriter struct {
 	f        *os.File
-	skips    atomic.Int64 // skip lines written
+	skips    atomic.Int64 // interference and cap skip lines written
+	probSkip atomic.Int64 // probability skip lines written
 	reorders atomic.Int64 // reorder lines written
 }
 
@@ -179,7 +183,14 @@ func (e *engine) logEnd(l *loc, g, id uint64, actual, te int64, p float64) {
 }
 
 func (e *engine) logSkip(l *loc, g, n uint64, why string, by uint32) {
-	if e.log == nil || e.log.skips.Add(1) > maxSkipRecords {
+	if e.log == nil {
+		return
+	}
+	if why == SkipProbability {
+		if e.log.probSkip.Add(1) > maxProbSkipRecords {
+			return
+		}
+	} else if e.log.skips.Add(1) > maxSkipRecords {
 		return
 	}
 	r := newRec(EvSkip, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).

@@ -16,8 +16,11 @@ import (
 type Log struct {
 	Setup  *Setup   // nil when the log is empty or missing
 	Delays []*Delay // in start order
-	Skips  []Skip   // at most 10000 per run; Finish has the exact totals
-	Prunes []Prune  // pairs pruned by happens-before inference
+	// Skips are skipped delays: interference and caps (at most 10000 per
+	// run), probability (at most 1000); the loc and finish records have
+	// exact totals.
+	Skips  []Skip
+	Prunes []Prune // pairs pruned by happens-before inference
 	// Reorders are accesses at watched sites to the object of a delay in
 	// progress in another goroutine (at most 10000 per run).
 	Reorders []Reorder
@@ -63,7 +66,7 @@ type Delay struct {
 	Prob float64 `json:"prob,omitempty"`
 }
 
-// Skip is a delay skipped for interference or a cap.
+// Skip is a delay skipped for interference, a cap or by probability.
 type Skip struct {
 	T    int64  `json:"t"`
 	Site uint32 `json:"site"`

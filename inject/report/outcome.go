@@ -204,7 +204,11 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 	if f := lg.Finish; f != nil {
 		r.Skipped = int(f.SkipInterference + f.SkipCapGoroutine + f.SkipCapRun)
 	} else {
-		r.Skipped = len(lg.Skips)
+		for _, sk := range lg.Skips {
+			if sk.Why != inject.SkipProbability {
+				r.Skipped++
+			}
+		}
 	}
 	r.Pruned = len(lg.Prunes)
 	return r

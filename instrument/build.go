@@ -535,7 +535,9 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		u.pkg.Err = err
 		return
 	}
-	args := []string{"test", "-c", "-o", bin, "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
+	// -vet=off: vet findings in the user's code are not wafl's business,
+	// and vet would see the rewritten code.
+	args := []string{"test", "-c", "-vet=off", "-o", bin, "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
 	if len(b.cfg.Tags) > 0 {
 		args = append(args, "-tags="+strings.Join(b.cfg.Tags, ","))
 	}

@@ -231,6 +231,7 @@ func langParts(v string) [2]int {
 func withLang(src []byte, tag, filename string) []byte {
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	var plus []constraint.Expr
+	goBuild := -1
 	for i, l := range lines {
 		t := bytes.TrimSpace(l)
 		if bytes.HasPrefix(t, []byte("package ")) {
@@ -239,15 +240,21 @@ func withLang(src []byte, tag, filename string) []byte {
 		if constraint.IsGoBuild(string(t)) {
 			if expr, err := constraint.Parse(string(t)); err == nil {
 				lines[i] = []byte("//go:build " + and(expr, tag).String() + "\n")
-				return bytes.Join(lines, nil)
+				goBuild = i
 			}
 		}
 		if constraint.IsPlusBuild(string(t)) {
 			if expr, err := constraint.Parse(string(t)); err == nil {
 				plus = append(plus, expr)
+				// A //go:build line overrides it; keep the line count.
+				lines[i] = []byte("//\n")
 			}
 		}
 	}
+	if goBuild >= 0 {
+		return bytes.Join(lines, nil)
+	}
+	src = bytes.Join(lines, nil)
 	var expr constraint.Expr = &constraint.TagExpr{Tag: tag}
 	for i := len(plus) - 1; i >= 0; i-- {
 		expr = &constraint.AndExpr{X: plus[i], Y: expr}

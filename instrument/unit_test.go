@@ -23,7 +23,8 @@ func TestWithLang(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"package p\n", "//go:build go1.21\n\n//line /f.go:1:1\npackage p\n"},
 		{"//go:build linux || darwin\n\npackage p\n", "//go:build (linux || darwin) && go1.21\n\npackage p\n"},
-		{"// +build linux\n\npackage p\n", "//go:build linux && go1.21\n\n//line /f.go:1:1\n// +build linux\n\npackage p\n"},
+		{"// +build linux\n\npackage p\n", "//go:build linux && go1.21\n\n//line /f.go:1:1\n//\n\npackage p\n"},
+		{"//go:build go1.18\n// +build go1.18\n\npackage p\n", "//go:build go1.18 && go1.21\n//\n\npackage p\n"},
 	} {
 		if got := string(withLang([]byte(tc.in), "go1.21", "/f.go")); got != tc.want {
 			t.Errorf("withLang(%q) = %q, want %q", tc.in, got, tc.want)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -129,7 +128,6 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		delta:  params.NearMissNs,
 		forest: newForest(),
 		store:  &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: opts.TempDir},
-		pairs:  make(map[pairKey]*pairAgg),
 		stats:  &Stats{},
 	}
 	defer a.store.close()
@@ -152,6 +150,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		return nil, nil, err
 	}
 	a.stats.Partitions = len(groups)
+	pr := newPairer(a.delta, a.forest.f)
 	for _, g := range groups {
 		ev, err := a.store.load(g)
 		if err != nil {
@@ -160,12 +159,13 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		a.index = buildIndex(ev)
 		a.stats.Objects += int64(a.index.objects())
 		a.mask = g
-		if err := a.pass2(); err != nil {
+		if err := a.pass2(pr); err != nil {
 			return nil, nil, err
 		}
 		a.index = nil
 	}
 	a.store.close()
+	a.mergePairer(pr)
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {
 		if err := a.pass3(plan); err != nil {
@@ -201,12 +201,9 @@ type analysis struct {
 	store  *lifecycleStore
 	rows   *rowSpill // nil: passes 2 and 3 reopen the source
 	index  *objIndex
-	mask   uint64 // partitions handled by the current pair pass
-	pairs  map[pairKey]*pairAgg
+	mask   uint64               // partitions handled by the current pair pass
+	pairs  map[pairKey]*pairAgg // the pairer's, after pass 2
 	stats  *Stats
-
-	// direct-mapped cache in front of pairs for the hot pair path
-	pcache [1 << 10]pairSlot
 }
 
 type pairSlot struct {
@@ -394,131 +391,9 @@ func (a *analysis) pass1() (Meta, error) {
 	return meta, err
 }
 
-// pass2 pairs every use with its object's lifecycle events:
-//
-//   - init→use: the most recent lifecycle event at or before the use, if it
-//     is an init (a dispose in between means the init no longer matters);
-//   - use→dispose: the first dispose at or after the use within δ.
-//
-// Each instance is kept if 0 ≤ τ2 − τ1 < δ, the goroutines differ and the
-// events are concurrent by forks.
-func (a *analysis) pass2() error {
-	full := a.mask == ^uint64(0)
-	return a.rescan("pass 2 (pairs)", func(c *Columns) {
-		n := c.Len()
-		ops := c.Op[:n]
-		for i, op := range ops {
-			if op != opUse {
-				continue
-			}
-			site := c.Site[i]
-			if site == 0 || site > maxSite {
-				continue
-			}
-			obj := c.Obj[i]
-			if !full && a.mask&(1<<partition(obj)) == 0 {
-				continue
-			}
-			ev, nd := a.index.lookup(obj)
-			if ev == nil {
-				continue
-			}
-			t := c.Time[i]
-			// k: first lifecycle event later than t.
-			k := len(ev)
-			if ev[len(ev)-1].time <= t {
-				// common case for long-lived objects: all before
-			} else if ev[0].time > t {
-				k = 0
-			} else {
-				k = sort.Search(len(ev), func(j int) bool { return ev[j].time > t })
-			}
-			if k > 0 && ev[k-1].op == opInit {
-				e := &ev[k-1]
-				a.instance(pairKey{e.site, site, opInit}, obj, e.time, e.g, e.clock, t, c.G[i], c.Clock[i])
-			}
-			// First dispose at or after t.
-			j := k
-			if j > 0 && ev[j-1].time == t {
-				j = sort.Search(k, func(x int) bool { return ev[x].time >= t })
-			}
-			if j < len(ev) {
-				if d := int(nd[j]); d < len(ev) {
-					e := &ev[d]
-					if inWindow(t, e.time, a.delta) {
-						a.instance(pairKey{site, e.site, opUse}, obj, t, c.G[i], c.Clock[i], e.time, e.g, e.clock)
-					} else {
-						a.stats.PrunedWindow++
-					}
-				}
-			}
-		}
-	})
-}
-
 // inWindow reports whether 0 ≤ t2 − t1 < delta without overflow.
 func inWindow(t1, t2, delta int64) bool {
 	return t2 >= t1 && uint64(t2)-uint64(t1) < uint64(delta)
-}
-
-// instance examines one dynamic pair instance: ℓ1 at (t1, g1, c1) and ℓ2
-// at (t2, g2, c2), t1 ≤ t2.
-func (a *analysis) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32, t2 int64, g2 uint64, c2 uint32) {
-	if !inWindow(t1, t2, a.delta) {
-		a.stats.PrunedWindow++
-		return
-	}
-	if g1 == g2 {
-		a.stats.PrunedSameG++
-		return
-	}
-	if !a.forest.concurrent(g1, c1, g2, c2) {
-		a.stats.PrunedFork++
-		return
-	}
-	a.stats.Instances++
-	gap := t2 - t1
-	ph := (uint64(k.first)*0x9E3779B97F4A7C15 ^ uint64(k.second)*0xC2B2AE3D27D4EB4F ^ uint64(k.kind)) >> 54
-	ps := &a.pcache[ph]
-	p := ps.p
-	if p == nil || ps.k != k {
-		p = a.pairs[k]
-		if p == nil {
-			p = &pairAgg{minGap: gap, maxGap: gap, obj: obj}
-			a.pairs[k] = p
-		}
-		*ps = pairSlot{k, p}
-	}
-	p.count++
-	p.minGap = min(p.minGap, gap)
-	if gap > p.maxGap || gap == p.maxGap && obj < p.obj {
-		// The example object is the one of the largest gap (smallest
-		// object on ties), independent of the order of the trace.
-		p.maxGap, p.obj = gap, obj
-	}
-
-	// Interference window of this instance: ℓ2's goroutine, [t1 − δ, t2].
-	lo := t1 - a.delta
-	if lo > t1 { // overflow
-		lo = math.MinInt64
-	}
-	var l *ivList
-	if h := p.hint; h < len(p.ivs) && p.ivs[h].g == g2 {
-		l = &p.ivs[h].l
-	} else {
-		for i := range p.ivs {
-			if p.ivs[i].g == g2 {
-				l, p.hint = &p.ivs[i].l, i
-				break
-			}
-		}
-		if l == nil {
-			p.ivs = append(p.ivs, gWindows{g: g2, l: ivList{cur: interval{lo, t2}}})
-			p.hint = len(p.ivs) - 1
-			l = &p.ivs[p.hint].l
-		}
-	}
-	l.add(interval{lo, t2})
 }
 
 // add merges iv into the current interval when they overlap, and

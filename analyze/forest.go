@@ -17,6 +17,12 @@ type forest struct {
 	f      *lcc.Forest
 	dupes  int // fork rows naming an already-forked child or the parent itself
 
+}
+
+// forestView answers fork-order queries for one goroutine of the analysis:
+// lcc.Forest is immutable and shared, the cache in front of it is not.
+type forestView struct {
+	f     *lcc.Forest
 	cache [1 << 12]limitSlot // see limit
 }
 
@@ -51,7 +57,7 @@ func (f *forest) goroutines() int { return f.f.Len() }
 // desc, or -1 when anc is not a proper ancestor of desc, so that
 // (anc, c) happens before any event of desc iff c ≤ limit. Results are
 // kept in a direct-mapped cache.
-func (f *forest) limit(anc, desc uint64) int64 {
+func (f *forestView) limit(anc, desc uint64) int64 {
 	h := (anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F) >> 52
 	s := &f.cache[h]
 	if s.ok && s.anc == anc && s.desc == desc {
@@ -84,7 +90,7 @@ type limitSlot struct {
 // concurrent reports whether two events of different goroutines are
 // unordered by forks (lcc.Forest.Concurrent, with the ancestor lookups
 // cached).
-func (f *forest) concurrent(g1 uint64, c1 uint32, g2 uint64, c2 uint32) bool {
+func (f *forestView) concurrent(g1 uint64, c1 uint32, g2 uint64, c2 uint32) bool {
 	if g1 == g2 {
 		return false
 	}

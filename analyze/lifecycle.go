@@ -213,9 +213,13 @@ type objIndex struct {
 	nextDisp []int32
 	slots    []objSlot
 	mask     uint64
-	// one-entry cache: consecutive uses are often of the same object.
-	lastObj uint64
-	lastS   objSlot
+}
+
+// lookCache is a one-entry cache in front of objIndex.lookup, one per
+// goroutine: consecutive uses are often of the same object.
+type lookCache struct {
+	obj  uint64
+	slot objSlot
 }
 
 type objSlot struct {
@@ -291,10 +295,10 @@ func mix(v uint64) uint64 {
 }
 
 // lookup returns the lifecycle events of obj, sorted by time, and their
-// nextDisp offsets.
-func (x *objIndex) lookup(obj uint64) ([]lcEvent, []int32) {
-	if x.lastS.n != 0 && x.lastObj == obj {
-		s := x.lastS
+// nextDisp offsets. It only reads x; lc is the caller's cache.
+func (x *objIndex) lookup(obj uint64, lc *lookCache) ([]lcEvent, []int32) {
+	if lc.slot.n != 0 && lc.obj == obj {
+		s := lc.slot
 		return x.ev[s.start : s.start+s.n], x.nextDisp[s.start : s.start+s.n]
 	}
 	h := mix(obj) & x.mask
@@ -304,7 +308,7 @@ func (x *objIndex) lookup(obj uint64) ([]lcEvent, []int32) {
 			return nil, nil
 		}
 		if s.obj == obj {
-			x.lastObj, x.lastS = obj, s
+			*lc = lookCache{obj, s}
 			return x.ev[s.start : s.start+s.n], x.nextDisp[s.start : s.start+s.n]
 		}
 		h = (h + 1) & x.mask

@@ -20,11 +20,12 @@ const (
 	numShards     = 64
 	bufEvents     = 2048
 	flushInterval = 25 * time.Millisecond
-	// maxPending bounds the buffers waiting for the writer; beyond it
-	// goroutines that fill a buffer wait for the writer (backpressure)
-	// instead of growing memory without bound.
-	maxPending = 512
 )
+
+// maxPending bounds the buffers waiting for the writer; beyond it
+// goroutines that fill a buffer wait for the writer (backpressure) instead
+// of growing memory without bound. A variable so that tests can lower it.
+var maxPending int32 = 512
 
 // A buffer's state word packs the owning shard (bits 48..63, 0: none), a
 // sealed flag (bit 40) and the number of reserved slots (bits 0..31). An

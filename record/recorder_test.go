@@ -58,6 +58,18 @@ func TestRecordStress(t *testing.T) {
 	if testing.Short() {
 		perG = 20_000
 	}
+	stress(t, goroutines, perG)
+}
+
+// TestRecordBackpressure runs the stress test with producers made to wait
+// for the writer after every filled buffer.
+func TestRecordBackpressure(t *testing.T) {
+	defer func(old int32) { maxPending = old }(maxPending)
+	maxPending = 0
+	stress(t, 8, 20_000)
+}
+
+func stress(t *testing.T, goroutines, perG int) {
 	path := startTemp(t)
 	parent := lcc.Goid()
 	objs := make([][]byte, goroutines)

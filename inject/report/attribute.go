@@ -99,9 +99,10 @@ func contains(ids []uint32, id uint32) bool {
 // whose file:line holds sites of the site table that explain the panic:
 //
 //   - use-before-init: a delay injected at ℓ1 in another goroutine where
-//     (ℓ1 → ℓ2) is a use-before-init pair and ℓ2 is on that line;
-//     delays still in progress at the crash are preferred, then the most
-//     recent;
+//     (ℓ1 → ℓ2) is a use-before-init pair and ℓ2 is on that line, still
+//     in progress at the crash or with a reorder record showing the
+//     panicking goroutine touched its object during it; delays in
+//     progress are preferred, then the most recent;
 //   - use-after-dispose: an ended delay at ℓ1, on that line, in the
 //     panicking goroutine itself, where ℓ1 has a use-after-dispose pair.
 //
@@ -211,6 +212,17 @@ func attributeReorder(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Gor
 	return best
 }
 
+// touchedDuring reports whether goroutine g touched the object of delay
+// id while it was in progress (a reorder record).
+func touchedDuring(lg *Log, id, g uint64) bool {
+	for _, r := range lg.Reorders {
+		if r.Delay == id && r.G == g {
+			return true
+		}
+	}
+	return false
+}
+
 // pickSite chooses among the sites of one line the one the panic kind
 // points at: a close for close panics, a send for a send on a closed
 // channel, else the first.
@@ -253,7 +265,11 @@ func attributeAt(p *plans.Plan, lg *Log, c *Crash, gid int64, f Frame, ids []uin
 			var a *Attribution
 			switch pr.Kind {
 			case plans.UseBeforeInit:
-				if !same && contains(ids, pr.Second) && allowed(pr.Kind, c.Kind) {
+				// The failing read of the slot happened during the delay:
+				// the delay is still in progress at the crash, or the log
+				// shows this goroutine touching the object during it.
+				if !same && contains(ids, pr.Second) && allowed(pr.Kind, c.Kind) &&
+					(!d.Ended || touchedDuring(lg, d.ID, uint64(gid))) {
 					a = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: pr.Second, Frame: f, InProgress: !d.Ended}
 				}
 			case plans.UseAfterDispose:

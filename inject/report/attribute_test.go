@@ -43,6 +43,11 @@ func logWith(ds ...*Delay) *Log {
 	return lg
 }
 
+func withReorder(lg *Log, rs ...Reorder) *Log {
+	lg.Reorders = append(lg.Reorders, rs...)
+	return lg
+}
+
 func TestAttributeRules(t *testing.T) {
 	p, tab := attrFixture()
 	ubiDelay := &Delay{ID: 1, Site: 3, G: 10, Ns: ms}
@@ -59,6 +64,8 @@ func TestAttributeRules(t *testing.T) {
 		{"use-before-init in the delayed goroutine", logWith(ubiDelay), crashAt(NilDeref, 10, "/m/p/a.go", 10), "", 0},
 		{"send on closed channel is no use-before-init", logWith(ubiDelay), crashAt(SendClosed, 20, "/m/p/a.go", 10), "", 0},
 		{"no delay at ℓ1", logWith(uadDelay), crashAt(NilDeref, 20, "/m/p/a.go", 10), "", 0},
+		{"use-before-init after the delay ended", logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}), crashAt(NilDeref, 20, "/m/p/a.go", 10), "", 0},
+		{"use-before-init, ended delay, read during it", withReorder(logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}), Reorder{First: 3, Second: 2, Delay: 1, G: 20, DelayG: 10}), crashAt(NilDeref, 20, "/m/p/a.go", 10), plans.UseBeforeInit, 2},
 		{"use-after-dispose in the delayed goroutine", logWith(uadDelay), crashAt(SendClosed, 11, "/m/p/a.go", 30), plans.UseAfterDispose, 4},
 		{"use-after-dispose in another goroutine", logWith(uadDelay), crashAt(NilDeref, 12, "/m/p/a.go", 30), "", 0},
 		{"use-after-dispose before the delay ended", logWith(&Delay{ID: 2, Site: 4, G: 11}), crashAt(NilDeref, 11, "/m/p/a.go", 30), "", 0},

@@ -125,8 +125,9 @@ func Outcome(in RunInput) (*RunResult, error) {
 		} else if kb := knownBug(in.Plan, in.Sites, c); kb != nil {
 			res.Status = Fail
 			res.Known = kb
-			res.Reason = fmt.Sprintf("panic: %s: the known %s bug of run %d (delayed site %d, failing site %d) showed again, not through a delay of its own pair",
-				c.Panic, kb.Kind, kb.Run, kb.Delayed, kb.Failing)
+			f := siteLocation(in.Sites, kb.Failing)
+			res.Reason = fmt.Sprintf("panic: %s: the known %s bug at %s:%d (found in run %d) showed again, not through a delay of its own pair",
+				c.Panic, kb.Kind, f.File, f.Line, kb.Run)
 		} else {
 			res.Status = Fail
 			res.Reason = fmt.Sprintf("panic: %s: not a MEMORDER bug: %s", c.Panic, why)

@@ -258,9 +258,6 @@ func TestSubprocessExit(t *testing.T) {
 		<-done
 		Exit(3)
 	}
-	if testing.Short() && runtime.GOOS == "windows" {
-		t.Skip()
-	}
 	path := filepath.Join(t.TempDir(), "sub.raw")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSubprocessExit$")
 	cmd.Env = append(os.Environ(), "WAFL_RECORD_HELPER=1", "WAFL_MODE=record", "WAFL_TRACE="+path)

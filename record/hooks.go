@@ -39,9 +39,17 @@ var mode atomic.Uint32
 func CurrentMode() Mode { return Mode(mode.Load()) }
 
 func init() {
-	if err := setup(os.Getenv("WAFL_MODE"), os.Getenv("WAFL_TRACE")); err != nil {
+	m := os.Getenv("WAFL_MODE")
+	if err := setup(m, os.Getenv("WAFL_TRACE")); err != nil {
 		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
 		os.Exit(2)
+	}
+	if m == "record" {
+		// A test that re-executes its own binary (the helper-process
+		// pattern) must not truncate and interleave this process's spill
+		// file: children run with the hooks off.
+		os.Unsetenv("WAFL_MODE")
+		os.Unsetenv("WAFL_TRACE")
 	}
 }
 

@@ -248,6 +248,9 @@ func TestRecordNoAllocs(t *testing.T) {
 // does, and checks that init starts the recorder and Exit flushes it.
 func TestSubprocessExit(t *testing.T) {
 	if os.Getenv("WAFL_RECORD_HELPER") == "1" {
+		if os.Getenv("WAFL_MODE") != "" || os.Getenv("WAFL_TRACE") != "" {
+			os.Exit(4) // children of a recording process must not record
+		}
 		var x int
 		for i := range 10_000 {
 			Use(uint32(i%5+1), unsafe.Pointer(&x))

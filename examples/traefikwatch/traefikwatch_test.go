@@ -11,7 +11,7 @@ func TestProviderStop(t *testing.T) {
 	c := NewClient(map[string][]string{"secrets": {"default/basic-auth"}})
 	p := &Provider{}
 	p.Start(c)
-	time.Sleep(settle)
+	time.Sleep(8 * time.Millisecond) // let the configuration settle
 	n := p.Reloads()
 	p.Stop()
 	if n > 1 {

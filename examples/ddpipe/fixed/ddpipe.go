@@ -17,6 +17,7 @@ package ddpipe
 import (
 	"bytes"
 	"io"
+	"strconv"
 	"sync"
 )
 
@@ -98,7 +99,7 @@ func (c *Client) sender() {
 
 // Count queues a counter metric.
 func (c *Client) Count(name string, v int) {
-	c.metrics <- name + ":" + itoa(v) + "|c"
+	c.metrics <- name + ":" + strconv.Itoa(v) + "|c"
 }
 
 // Close stops the sender and closes the pipe.
@@ -107,26 +108,6 @@ func (c *Client) Close() error {
 	err := c.w.Close()
 	<-c.done
 	return err
-}
-
-func itoa(v int) string {
-	var b bytes.Buffer
-	if v < 0 {
-		b.WriteByte('-')
-		v = -v
-	}
-	var d [20]byte
-	i := len(d)
-	for {
-		i--
-		d[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	b.Write(d[i:])
-	return b.String()
 }
 
 // MemPipe is an in-memory named pipe server for tests.

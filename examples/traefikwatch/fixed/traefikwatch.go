@@ -19,7 +19,6 @@ package traefikwatch
 
 import (
 	"sync"
-	"time"
 )
 
 // Informer delivers the objects of one resource kind to its handler.
@@ -117,6 +116,3 @@ func (p *Provider) Stop() {
 	<-p.done
 	p.client.Wait()
 }
-
-// settle is how long a caller waits for the first configuration.
-const settle = 8 * time.Millisecond

@@ -390,6 +390,37 @@ func TestSeedDrawnByRuntime(t *testing.T) {
 	}
 }
 
+// TestSeedReproducesDecisions: the same seed and plan delay the same
+// dynamic instances in separate processes; another seed does not.
+func TestSeedReproducesDecisions(t *testing.T) {
+	plan := func() *plans.Plan {
+		l := pairLoc(plans.UseBeforeInit, 20, 21, ms)
+		l.Prob = 0.5
+		p := newPlan(l)
+		p.Params.Decay = 0
+		p.Params.GraceNs = ms
+		return p
+	}
+	delayed := func(seed uint64) []uint64 {
+		res, out := runScenario(t, "TestScenarioRepeat", plan(), runOpts{seed: seed})
+		if res.Status != Pass {
+			t.Fatalf("status %s\n%s", res.Status, out)
+		}
+		var ns []uint64
+		for _, d := range res.Log.Delays {
+			ns = append(ns, d.N)
+		}
+		return ns
+	}
+	a, b, c := delayed(1), delayed(1), delayed(2)
+	if fmt.Sprint(a) != fmt.Sprint(b) || len(a) == 0 || len(a) == 20 {
+		t.Fatalf("seed 1 delayed instances %v, then %v", a, b)
+	}
+	if fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Errorf("seeds 1 and 2 delayed the same instances %v", a)
+	}
+}
+
 // TestUpdatePlanDecay: ended delays decay their location; ten decays of
 // 0.1 take it out of S; the exposing delay does not decay.
 func TestUpdatePlanDecay(t *testing.T) {

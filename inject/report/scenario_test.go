@@ -226,3 +226,14 @@ func TestScenarioCheckThenAct(t *testing.T) {
 	closeOnce()
 	<-done
 }
+
+// TestScenarioRepeat reaches one location 20 times from one goroutine.
+func TestScenarioRepeat(t *testing.T) {
+	scenarioOnly(t)
+	var h atomic.Pointer[handler]
+	for i := range 20 {
+		inject.At(20, unsafe.Pointer(&h))
+		h.Store(&handler{n: i}) // site:20 atomic-store h
+	}
+	_ = h.Load().n // site:21 use h
+}

@@ -146,12 +146,36 @@ func checkEvents(t *testing.T, p *Package, path string) {
 		}
 		return found[0]
 	}
-	init := find("init", "s.conf", 12, record.OpInit)
-	use := find("use", "s.conf", 14, record.OpUse)
-	disp := find("dispose", "s.conf", 17, record.OpDispose)
-	closeEv := find("close", "done", 18, record.OpDispose)
-	send := find("send", "s.ch", 21, record.OpUse)
-	chInit := find("init", "s.ch", 13, record.OpInit)
+	init := find("init", "s.conf", 14, record.OpInit)
+	use := find("use", "s.conf", 16, record.OpUse)
+	disp := find("dispose", "s.conf", 19, record.OpDispose)
+	closeEv := find("close", "done", 20, record.OpDispose)
+	send := find("send", "s.ch", 23, record.OpUse)
+	chInit := find("init", "s.ch", 15, record.OpInit)
+	// Stores whose nil-ness is decided at run time: Dyn runs with nil
+	// values, then with non-nil ones.
+	for _, c := range []struct {
+		kind, expr string
+		line       int
+	}{{"store", "h.err", 35}, {"store", "h.fn", 36}, {"atomic-store", "h.cur", 37}} {
+		var id uint32
+		for _, s := range tab.Sites {
+			if s.Kind == c.kind && s.Expr == c.expr && s.Line == c.line {
+				id = s.ID
+			}
+		}
+		var ops []record.Op
+		var objs []uint64
+		for _, e := range evs {
+			if id != 0 && e.site == id {
+				ops = append(ops, e.op)
+				objs = append(objs, e.obj)
+			}
+		}
+		if len(ops) != 2 || ops[0] != record.OpDispose || ops[1] != record.OpInit || objs[0] != objs[1] {
+			t.Errorf("%s site %d for %s at line %d: ops %v on %x, want dispose then init on one slot", c.kind, id, c.expr, c.line, ops, objs)
+		}
+	}
 	if init.obj != use.obj || init.obj != disp.obj || init.obj == 0 {
 		t.Errorf("s.conf events on different objects: init %x use %x dispose %x", init.obj, use.obj, disp.obj)
 	}

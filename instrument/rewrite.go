@@ -431,6 +431,11 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 	if n.Tok != token.ASSIGN {
 		return
 	}
+	if cc, ok := parent.(*ast.CommClause); ok && cc.Comm == n {
+		// case x.f = <-ch: the right side must stay a receive.
+		r.notes = append(r.notes, fmt.Sprintf("%s: store in a select case left alone", r.fset.Position(n.Pos())))
+		return
+	}
 	if len(n.Lhs) == len(n.Rhs) {
 		for i, l := range n.Lhs {
 			if !r.slot(l) || !r.pure(l) || r.implicitInstance(n.Rhs[i]) {

@@ -153,6 +153,13 @@ caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
 			o.Patterns = packagesArgs(args)
 			o.Stdout, o.Stderr = stdout, stderr
 			o.SeedSet = cmd.Flags().Changed("seed")
+			for _, a := range o.Ablate {
+				switch a {
+				case "interference", "hb", "decay":
+				default:
+					return usageError{fmt.Errorf("--ablate: unknown part %q (want interference, hb or decay)", a)}
+				}
+			}
 			if o.Runs < 1 {
 				return usageError{fmt.Errorf("--runs must be at least 1")}
 			}
@@ -175,6 +182,7 @@ caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
 	f.IntVar(&o.Runs, "runs", 3, "detection runs per test")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for every random decision (default: random, recorded in reports)")
 	f.Float64Var(&o.Decay, "decay", 0.1, "probability decay λ per delay that exposes nothing")
+	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay")
 	f.BoolVar(&o.JSON, "json", false, "print the report JSON to stdout")
 	f.StringVar(&o.SARIF, "sarif", "", "write a SARIF 2.1.0 report to this file")
 	return cmd

@@ -140,13 +140,28 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 		logPath, crashPath := base+".wlog", base+".crash"
 		os.Remove(logPath)
 		os.Remove(crashPath)
+		// The run reads a copy of the plan: the live plan changes after
+		// every run, and the copy is what the report's reproduce command
+		// needs to repeat this run's decisions.
+		runPlan := base + ".plan.json"
+		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+			sum.problem(Problem{pkg, test, "detect", err.Error()})
+			return 0, "error"
+		}
+		if err := plans.Save(runPlan, plan); err != nil {
+			sum.problem(Problem{pkg, test, "detect", err.Error()})
+			return 0, "error"
+		}
 		env := []string{
 			"WAFL_MODE=detect",
-			"WAFL_PLAN=" + planPath,
+			"WAFL_PLAN=" + runPlan,
 			"WAFL_SEED=" + strconv.FormatUint(seed, 10),
 			"WAFL_RUN=" + strconv.Itoa(n),
 			"WAFL_LOG=" + logPath,
 			"WAFL_CRASH=" + crashPath,
+		}
+		if len(o.Ablate) > 0 {
+			env = append(env, "WAFL_ABLATE="+strings.Join(o.Ablate, ","))
 		}
 		tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Env: env, Timeout: o.Timeout, Output: base + ".log"}
 		res, err := tr.run(ctx)
@@ -156,7 +171,7 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 		}
 		output, _ := os.ReadFile(res.Output)
 		rr, err := report.Outcome(report.RunInput{
-			Plan: plan, PlanPath: planPath, Sites: tab,
+			Plan: plan, PlanPath: runPlan, Sites: tab,
 			Package: pkg, Test: test, Binary: j.pkg.Binary,
 			Args: []string{"-test.run", "^" + test + "$", "-test.count", "1", "-test.v"},
 			Env:  env, Run: n, Seed: seed,
@@ -187,6 +202,10 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 			sum.problem(Problem{pkg, test, "detect", rr.Reason})
 			return 0, "error"
 		case report.Fail:
+			if rr.Known != nil {
+				// The panic is a bug already on record, reached again.
+				continue
+			}
 			failures = append(failures, fmt.Sprintf("run %d: %s (output in %s)", n, rr.Reason, res.Output))
 		}
 	}

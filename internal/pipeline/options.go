@@ -41,7 +41,8 @@ type Options struct {
 	Seed    uint64
 	SeedSet bool
 	Decay   float64
-	JSON    bool   // print the report JSON to stdout
+	Ablate  []string // parts of the algorithm turned off: interference, hb, decay
+	JSON    bool     // print the report JSON to stdout
 	SARIF   string // write SARIF to this file
 
 	Stdout, Stderr io.Writer

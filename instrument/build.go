@@ -63,6 +63,10 @@ type Package struct {
 	Files, NumSites int
 	// Tests are the package's Test* functions, from the source, sorted.
 	Tests []string
+	// Skipped lists the constructs left uninstrumented on purpose, as
+	// "file:line:col: why" (for example a go statement whose argument type
+	// cannot be spelled, or a store in a select case).
+	Skipped []string
 	// Err is nil if the binary was built. ErrNoTestFiles marks a package
 	// with nothing to test; otherwise it carries the loader's or the
 	// compiler's message.
@@ -434,6 +438,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			if err != nil {
 				return err
 			}
+			u.pkg.Skipped = append(u.pkg.Skipped, fr.notes...)
 			if !fr.changed {
 				continue
 			}

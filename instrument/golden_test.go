@@ -17,7 +17,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 // TestGolden instruments every testdata/golden/*.txtar case and compares
 // each rewritten file with its want/<file> section (a file without one must
-// come out unchanged). Without -short all cases are also built into test
+// come out unchanged), and the constructs left alone on purpose with its
+// "skipped" section. Without -short all cases are also built into test
 // binaries in one module, so the rewritten code type-checks and compiles.
 func TestGolden(t *testing.T) {
 	paths, err := filepath.Glob("testdata/golden/*.txtar")
@@ -87,8 +88,14 @@ func TestGolden(t *testing.T) {
 			out := filepath.Join(tmp, ".wafl", "build", "example.com", "golden", name)
 			changed := false
 			var files []txtar.File
+			var wantSkipped []byte
 			for _, f := range ar.Files {
-				if strings.HasPrefix(f.Name, "want/") {
+				if f.Name == "skipped" {
+					wantSkipped = f.Data
+				}
+			}
+			for _, f := range ar.Files {
+				if strings.HasPrefix(f.Name, "want/") || f.Name == "skipped" {
 					continue
 				}
 				files = append(files, f)
@@ -113,6 +120,20 @@ func TestGolden(t *testing.T) {
 					if !*update {
 						t.Errorf("%s: rewritten file differs from want/%s; got:\n%s", f.Name, f.Name, got)
 					}
+				}
+			}
+			// The constructs left alone on purpose, listed in "skipped".
+			var gotSkipped []byte
+			for _, n := range p.Skipped {
+				gotSkipped = append(gotSkipped, strings.ReplaceAll(n, tmp, "$DIR")+"\n"...)
+			}
+			if len(gotSkipped) > 0 {
+				files = append(files, txtar.File{Name: "skipped", Data: gotSkipped})
+			}
+			if !bytes.Equal(gotSkipped, wantSkipped) {
+				changed = true
+				if !*update {
+					t.Errorf("skipped constructs:\n%s\nwant:\n%s", gotSkipped, wantSkipped)
 				}
 			}
 			if changed && *update {

@@ -103,7 +103,8 @@ type fileResult struct {
 	src      []byte
 	numSites int
 	changed  bool
-	mainWrap bool // the user's TestMain was renamed and wrapped
+	mainWrap bool     // the user's TestMain was renamed and wrapped
+	notes    []string // constructs left alone on purpose
 }
 
 // rewriteOptions tune the output (tests turn off line directives to keep
@@ -128,7 +129,7 @@ func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bo
 	if err != nil {
 		return nil, fmt.Errorf("%s: decorating: %v", filename, err)
 	}
-	res := &fileResult{numSites: r.nsites}
+	res := &fileResult{numSites: r.nsites, notes: r.notes}
 	if len(r.acts) > 0 {
 		res.changed = true
 		r.apply(dec, df)
@@ -174,6 +175,10 @@ func (r *fileRewriter) site(kind string, n ast.Node, expr ast.Expr) uint32 {
 		Expr: exprString(r.fset, expr),
 		Func: r.funcName(),
 	})
+}
+
+func (r *fileRewriter) note(n ast.Node, format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf("%s: %s", r.fset.Position(n.Pos()), fmt.Sprintf(format, args...)))
 }
 
 func (r *fileRewriter) add(n ast.Node, a action) {
@@ -433,12 +438,24 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 	}
 	if cc, ok := parent.(*ast.CommClause); ok && cc.Comm == n {
 		// case x.f = <-ch: the right side must stay a receive.
-		r.notes = append(r.notes, fmt.Sprintf("%s: store in a select case left alone", r.fset.Position(n.Pos())))
+		for _, l := range n.Lhs {
+			if r.slot(l) {
+				r.note(l, "store into %s in a select case left alone", exprString(r.fset, l))
+			}
+		}
 		return
 	}
 	if len(n.Lhs) == len(n.Rhs) {
 		for i, l := range n.Lhs {
-			if !r.slot(l) || !r.pure(l) || r.implicitInstance(n.Rhs[i]) {
+			if !r.slot(l) {
+				continue
+			}
+			if !r.pure(l) {
+				r.note(l, "store into %s left alone: the slot expression has effects", exprString(r.fset, l))
+				continue
+			}
+			if r.implicitInstance(n.Rhs[i]) {
+				r.note(l, "store into %s left alone: the value is a generic function instantiated by the assignment", exprString(r.fset, l))
 				continue
 			}
 			op := r.staticOp(n.Rhs[i], typeOf(r.info, l))
@@ -449,7 +466,16 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 		return
 	}
 	// L1, L2 = f(): only in a statement list, where temporaries fit.
-	if len(n.Rhs) != 1 || !inStmtList(parent) {
+	if len(n.Rhs) != 1 {
+		return
+	}
+	if !inStmtList(parent) {
+		for _, l := range n.Lhs {
+			if r.slot(l) {
+				r.note(n, "tuple store outside a statement list left alone")
+				break
+			}
+		}
 		return
 	}
 	tuple, ok := typeOf(r.info, n.Rhs[0]).(*types.Tuple)
@@ -478,7 +504,7 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 	if commaOK && len(n.Lhs) == 2 {
 		// v, ok = m[k] / x.(T) / <-ch: the temporary for ok is a bool.
 		if id, isID := n.Lhs[1].(*ast.Ident); !(isID && id.Name == "_") && !types.Identical(typeOf(r.info, n.Lhs[1]), types.Typ[types.Bool]) {
-			r.notes = append(r.notes, fmt.Sprintf("%s: comma-ok store into a non-bool left alone", r.fset.Position(n.Pos())))
+			r.note(n, "comma-ok store with a non-bool ok left alone")
 			return
 		}
 	}
@@ -497,7 +523,7 @@ func (r *fileRewriter) goStmt(n *ast.GoStmt) {
 	}
 	if id, ok := ast.Unparen(n.Call.Fun).(*ast.Ident); ok {
 		if _, ok := r.info.Uses[id].(*types.Builtin); ok {
-			r.notes = append(r.notes, fmt.Sprintf("%s: go with a builtin left alone", r.fset.Position(n.Pos())))
+			r.note(n, "go statement of a builtin left alone")
 			return
 		}
 	}
@@ -506,7 +532,7 @@ func (r *fileRewriter) goStmt(n *ast.GoStmt) {
 	}
 	for _, a := range n.Call.Args {
 		if tv := r.info.Types[a]; tv.Value == nil && !tv.IsNil() && !r.tempable(a) {
-			r.notes = append(r.notes, fmt.Sprintf("%s: go statement argument %s has no spellable type; left alone", r.fset.Position(a.Pos()), exprString(r.fset, a)))
+			r.note(a, "go statement left without Fork/Adopt: argument %s cannot be copied into a temporary", exprString(r.fset, a))
 			return
 		}
 	}

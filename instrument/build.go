@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
+	wafl "github.com/memorder/wafl"
 	"github.com/memorder/wafl/instrument/sites"
 )
 
@@ -305,6 +306,10 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 			continue
 		}
 		u.pkg.Dir = pkgDir(u.src)
+		if isRuntimePackage(u.pkg.ImportPath) {
+			u.pkg.Err = fmt.Errorf("package %s is part of the wafl runtime, which is never instrumented", u.pkg.ImportPath)
+			continue
+		}
 		var errs []string
 		for _, p := range []*packages.Package{u.src, u.xtest} {
 			if p == nil {
@@ -540,6 +545,14 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		u.pkg.Err = err
 		return
 	}
+	// Each build gets its own copy of the alternate go.mod and go.sum: with
+	// -mod=mod the go command may update them, and parallel builds must not
+	// write one file.
+	modfile, err := copyModfile(modfile, filepath.Join(b.work, "build", filepath.FromSlash(u.pkg.ImportPath)))
+	if err != nil {
+		u.pkg.Err = err
+		return
+	}
 	// -vet=off: vet findings in the user's code are not wafl's business,
 	// and vet would see the rewritten code.
 	args := []string{"test", "-c", "-vet=off", "-o", bin, "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
@@ -611,4 +624,30 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// isRuntimePackage reports whether path is one of the runtime packages the
+// instrumented code calls (relevant when wafl instruments itself).
+func isRuntimePackage(path string) bool {
+	for _, dir := range wafl.RuntimePackages {
+		if path == waflModulePath+"/"+dir {
+			return true
+		}
+	}
+	return false
+}
+
+// copyModfile copies the alternate go.mod and its go.sum into dir.
+func copyModfile(modfile, dir string) (string, error) {
+	out := filepath.Join(dir, "go.mod")
+	for _, pair := range [][2]string{{modfile, out}, {strings.TrimSuffix(modfile, ".mod") + ".sum", strings.TrimSuffix(out, ".mod") + ".sum"}} {
+		data, err := os.ReadFile(pair[0])
+		if err != nil {
+			return "", err
+		}
+		if err := writeIfChanged(pair[1], data); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
 }

@@ -21,9 +21,10 @@ const lccImport = "github.com/memorder/wafl/lcc"
 // the stored value), so every hook can be placed inline, inside the
 // expression that accesses the slot, keeping Go's evaluation order,
 // short-circuits and the statement's line. They are tiny and inlined by the
-// compiler; each one makes exactly the runtime call of the ABI:
-// Init/Dispose/Store/Use(site, unsafe.Pointer(slot)), Fork, Adopt, Exit,
-// Finish. The runtime is imported under names user code cannot shadow; the
+// compiler: an inlined check of record.CurrentMode() and, when the hooks
+// are on, an out-of-line call that makes exactly the runtime call of the
+// ABI: Init/Dispose/Store/Use(site, unsafe.Pointer(slot)); Fork, Adopt,
+// Exit and Finish are called directly. The runtime is imported under names user code cannot shadow; the
 // helpers' own names start with _wafl, which no Go code uses by convention.
 func helperSource(pkgName string) []byte {
 	return []byte(fmt.Sprintf(helperTemplate, pkgName, RuntimeImport, lccImport))
@@ -42,49 +43,83 @@ import (
 
 type _waflToken = _wafl_lcc.Token
 
-// _waflWord is the first machine word of a reference value: nil exactly
-// when a pointer, map, chan, func or interface value is nil.
-func _waflWord[T any](v *T) _wafl_unsafe.Pointer {
-	return *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(v))
-}
+// Each hook is an inlined check of the runtime's mode and an out-of-line
+// slow path that makes the ABI call, so that with the hooks off a site
+// costs a load and a branch.
+
+func _waflOn() bool { return _wafl.CurrentMode() != 0 }
 
 func _waflUse[T any](site uint32, slot *T) *T {
-	_wafl.Use(site, _wafl_unsafe.Pointer(slot))
+	if _waflOn() {
+		_waflUseSlow(site, _wafl_unsafe.Pointer(slot))
+	}
 	return slot
 }
 
+//go:noinline
+func _waflUseSlow(site uint32, slot _wafl_unsafe.Pointer) { _wafl.Use(site, slot) }
+
+// (Written out to stay within the compiler's inlining budget.)
 func _waflStore[T, S any](site uint32, v T, slot *S) T {
-	_wafl.Store(site, _wafl_unsafe.Pointer(slot), _waflWord(&v) == nil)
+	if _wafl.CurrentMode() != 0 {
+		_waflStoreSlow(site, _wafl_unsafe.Pointer(slot), *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&v)) == nil)
+	}
 	return v
+}
+
+//go:noinline
+func _waflStoreSlow(site uint32, slot _wafl_unsafe.Pointer, isNil bool) {
+	_wafl.Store(site, slot, isNil)
 }
 
 func _waflInit[T, S any](site uint32, v T, slot *S) T {
-	_wafl.Init(site, _wafl_unsafe.Pointer(slot))
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(slot))
+	}
 	return v
 }
 
+//go:noinline
+func _waflInitSlow(site uint32, slot _wafl_unsafe.Pointer) { _wafl.Init(site, slot) }
+
 func _waflNil[S any](site uint32, slot *S) (zero S) {
-	_wafl.Dispose(site, _wafl_unsafe.Pointer(slot))
+	if _waflOn() {
+		_waflDisposeSlow(site, _wafl_unsafe.Pointer(slot))
+	}
 	return zero
 }
 
+//go:noinline
+func _waflDisposeSlow(site uint32, obj _wafl_unsafe.Pointer) { _wafl.Dispose(site, obj) }
+
 func _waflSend[C any](site uint32, ch C) C {
-	_wafl.Use(site, _waflWord(&ch))
+	if _wafl.CurrentMode() != 0 {
+		_waflUseSlow(site, *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&ch)))
+	}
 	return ch
 }
 
 func _waflClose[E any](site uint32, ch chan<- E) {
-	_wafl.Dispose(site, _waflWord(&ch))
+	if _wafl.CurrentMode() != 0 {
+		_waflDisposeSlow(site, *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&ch)))
+	}
 	close(ch)
 }
 
 func _waflPtrStore[T any](site uint32, p *_wafl_atomic.Pointer[T], v *T) {
-	_wafl.Store(site, _wafl_unsafe.Pointer(p), v == nil)
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(p), v == nil)
+	}
 	p.Store(v)
 }
 
+//go:noinline
+func _waflPtrStoreSlow(site uint32, p _wafl_unsafe.Pointer, isNil bool) { _wafl.Store(site, p, isNil) }
+
 func _waflValueStore(site uint32, p *_wafl_atomic.Value, v any) {
-	_wafl.Init(site, _wafl_unsafe.Pointer(p))
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(p))
+	}
 	p.Store(v)
 }
 

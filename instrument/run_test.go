@@ -284,3 +284,30 @@ func TestBuildReportsErrors(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestHelpersInline checks that with the hooks off a site costs an inlined
+// mode check: the generated helpers must stay within the compiler's
+// inlining budget (record.CurrentMode must stay cheap too).
+func TestHelpersInline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles an instrumented package")
+	}
+	mod, pkgs := runModule(t)
+	p := pkgs["semantics"]
+	build := filepath.Join(mod, ".wafl", "build")
+	cmd := exec.Command("go", "test", "-c", "-o", os.DevNull, "-vet=off",
+		"-overlay", filepath.Join(build, "overlay.json"),
+		"-modfile", filepath.Join(build, "example.com", "run", "semantics", "go.mod"), "-mod=mod",
+		"-gcflags="+p.ImportPath+"=-m", "./semantics")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, h := range []string{hUse, hStore, hInit, hNil, hSend, hClose} {
+		if !regexp.MustCompile(`can inline ` + h + `\[go\.shape`).Match(out) {
+			t.Errorf("%s is not inlinable any more", h)
+		}
+	}
+}

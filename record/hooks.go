@@ -120,7 +120,7 @@ func hook(m uint32, site uint32, slot unsafe.Pointer, op Op) {
 	}
 	if r := active.Load(); r != nil {
 		g, c := lcc.Current()
-		r.add(nanotime(), g, uint64(uintptr(slot)), c, site, op)
+		r.add(g, nanotime(), g, uint64(uintptr(slot)), c, site, op)
 	}
 }
 
@@ -142,7 +142,7 @@ func adopt(t lcc.Token) {
 		return
 	}
 	if r := active.Load(); r != nil {
-		r.add(nanotime(), e.Parent, e.Child, e.Clock, 0, OpFork)
+		r.add(e.Child, nanotime(), e.Parent, e.Child, e.Clock, 0, OpFork)
 	}
 }
 
@@ -151,8 +151,8 @@ func adopt(t lcc.Token) {
 // idempotent, safe to call from any goroutine, and returns only once the
 // work is done, also when another goroutine got there first.
 func Finish() {
-	if active.Load() != nil {
-		if err := StopRecording(); err != nil {
+	if r := active.Load(); r != nil {
+		if err := StopRecording(); err != nil && r.reported.CompareAndSwap(false, true) {
 			fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
 		}
 	}

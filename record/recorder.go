@@ -78,6 +78,8 @@ type recorder struct {
 	done   chan struct{}
 	once   sync.Once
 	err    error // first write error; the writer then drops events
+	// reported is set once Finish has printed err.
+	reported atomic.Bool
 
 	f       *os.File
 	w       *bufio.Writer
@@ -169,9 +171,11 @@ func (r *recorder) isClosed() bool {
 	return r.closed
 }
 
-// add appends one event to the shard of goroutine g.
-func (r *recorder) add(t int64, g, obj uint64, clock, site uint32, op Op) {
-	si := g % numShards
+// add appends one event to the shard of goroutine key, the goroutine
+// calling add: its own events, or the fork row it writes when it adopts,
+// so that a goroutine's fork row precedes its events in the file.
+func (r *recorder) add(key uint64, t int64, g, obj uint64, clock, site uint32, op Op) {
+	si := key % numShards
 	sh := &r.shards[si]
 	owner := (si + 1) << ownerShift
 	for {

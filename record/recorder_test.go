@@ -119,19 +119,24 @@ func stress(t *testing.T, goroutines, perG int) {
 	}
 	next := make([]int, goroutines)
 	var forks int
+	forked := make([]bool, goroutines)
 	var lastTime = make([]int64, goroutines)
 	for _, e := range evs {
 		if e.Op == OpFork {
 			i, ok := byG[e.Obj]
-			if !ok || e.G != parent || e.Clock != tokens[i].Clock || e.Site != 0 {
-				t.Fatalf("bad fork row %+v (parent %d, tokens %+v)", e, parent, tokens)
+			if !ok || e.G != parent || e.Clock != tokens[i].Clock || e.Site != 0 || forked[i] {
+				t.Fatalf("bad or repeated fork row %+v (parent %d, tokens %+v)", e, parent, tokens)
 			}
+			forked[i] = true
 			forks++
 			continue
 		}
 		i, ok := byG[e.G]
 		if !ok {
 			t.Fatalf("event of unknown goroutine: %+v", e)
+		}
+		if !forked[i] {
+			t.Fatalf("goroutine %d: event before its fork row", i)
 		}
 		j := next[i]
 		if want := uint64(uintptr(unsafe.Pointer(&objs[i][0]))) + uint64(j); e.Obj != want {

@@ -64,7 +64,7 @@ func TestRun(t *testing.T) {
 		if orig != inst {
 			t.Errorf("instrumented output differs:\noriginal:\n%s\ninstrumented:\n%s", orig, inst)
 		}
-		for _, want := range []string{"order [a b] 1 2 10", "go arg=1,fval=10,lit=101", "testmain done", "recovered true"} {
+		for _, want := range []string{"order [a b] 1 2 10", "go arg=1,fval=10,lit=101", "testmain done", "recovered true", "go-arg panics in parent true", "defer close ok 1"} {
 			if !strings.Contains(orig, want) {
 				t.Errorf("original output lacks %q:\n%s", want, orig)
 			}

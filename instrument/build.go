@@ -402,7 +402,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			continue
 		}
 		for _, f := range p.Syntax {
-			if hasTestMain(f) {
+			if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") && hasTestMain(f) {
 				mainFound = true
 			}
 		}

@@ -7,7 +7,8 @@
 #   and prints the report. Exit status is wafl detect's: 0 no bug, 1 bug(s)
 #   reported, 2 error.
 # Environment:
-#   WAFL   path of the wafl binary (default: `go run` of ../cmd/wafl, built once)
+#   WAFL   path of the wafl binary (default: ../cmd/wafl, built into a temporary
+#          directory that is removed on exit)
 #   DIR    wafl work directory (default: a fresh temporary directory)
 set -euo pipefail
 
@@ -18,7 +19,9 @@ name=${1%/}; shift
 [[ -d $examples/$name ]] || { echo "repro.sh: no package examples/$name" >&2; exit 2; }
 
 if [[ -z ${WAFL:-} ]]; then
-	WAFL=$(mktemp -d "${TMPDIR:-/tmp}/wafl-bin.XXXXXX")/wafl
+	bindir=$(mktemp -d "${TMPDIR:-/tmp}/wafl-bin.XXXXXX")
+	trap 'rm -rf "$bindir"' EXIT
+	WAFL=$bindir/wafl
 	(cd "$root" && go build -o "$WAFL" ./cmd/wafl) || { echo "repro.sh: building cmd/wafl failed" >&2; exit 2; }
 fi
 dir=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/wafl-work.XXXXXX")}

@@ -14,12 +14,15 @@
 // slot is reserved with one compare-and-swap on the buffer's state word,
 // which also names the owning shard, so no global lock is taken and nothing
 // is allocated. A goroutine that finds its buffer full takes that shard's
-// lock to swap in a fresh buffer and queue the full one. One background
-// writer goroutine writes queued buffers to the raw spill file in framed,
-// checksummed batches (docs/trace-format.md), seals partly filled buffers
-// every 25 ms so a crash loses at most that much, and drains everything on
-// Finish or Exit. One goroutine's events stay in program order because they
-// all go through one shard whose buffers are written in hand-off order.
+// lock to swap in a fresh buffer and queue the full one. A writer goroutine,
+// started on demand and gone when the queue is empty, writes queued buffers
+// to the raw spill file in framed, checksummed batches
+// (docs/trace-format.md); a timer, armed only while events arrive, seals
+// partly filled buffers every 25 ms so a crash loses at most that much;
+// Finish or Exit drains everything. An idle recorder has no goroutine, so
+// goroutine-leak checks (goleak) in the tests under study are not
+// disturbed. One goroutine's events stay in program order because they all
+// go through one shard whose buffers are written in hand-off order.
 //
 // The wafl process converts the spill file to Arrow IPC (package
 // record/trace), so Arrow never links into the test binary.

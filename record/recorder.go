@@ -67,25 +67,29 @@ type recorder struct {
 	shards [numShards]shard
 	path   string
 
-	mu      sync.Mutex // guards queue, free, closed
+	mu      sync.Mutex // guards queue, free, closed, writing, armed
 	queue   []*buffer  // sealed buffers in hand-off order
 	free    []*buffer
 	closed  bool
+	writing bool // a writer goroutine is running or about to
+	armed   bool // the flush timer is set
+	timer   *time.Timer
 	pending atomic.Int32 // len(queue), readable without mu
 
-	notify chan struct{} // cap 1: a buffer was queued
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
-	err    error // first write error; the writer then drops events
+	once sync.Once // Stop
 	// reported is set once Finish has printed err.
 	reported atomic.Bool
 
-	f       *os.File
-	w       *bufio.Writer
-	scratch []byte
-	events  atomic.Int64 // events written to the file
-	dropped atomic.Int64 // events lost to write errors
+	// wmu serializes writers: the queue is taken and written under it, so
+	// buffers reach the file in queue order. It guards the fields below.
+	wmu        sync.Mutex
+	f          *os.File
+	w          *bufio.Writer
+	scratch    []byte
+	err        error // first write error; later events are dropped
+	fileClosed bool
+	events     atomic.Int64 // events written to the file
+	dropped    atomic.Int64 // events lost to write errors
 }
 
 var littleEndian = func() bool {
@@ -123,11 +127,10 @@ func StartRecording(path string) error {
 		path:    path,
 		f:       f,
 		w:       bufio.NewWriterSize(f, 1<<20),
-		notify:  make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
 		scratch: make([]byte, 0, RawFrameSize+bufEvents*RawRecordSize),
 	}
+	r.timer = time.AfterFunc(time.Hour, r.tick)
+	r.timer.Stop()
 	if _, err := r.f.Write(AppendRawHeader(nil)); err != nil {
 		f.Close()
 		return fmt.Errorf("writing spill file %s: %w", path, err)
@@ -135,7 +138,6 @@ func StartRecording(path string) error {
 	active.Store(r)
 	lcc.Enable()
 	mode.Store(uint32(ModeRecord))
-	go r.run()
 	return nil
 }
 
@@ -149,10 +151,10 @@ func StopRecording() error {
 	}
 	r.once.Do(func() {
 		mode.CompareAndSwap(uint32(ModeRecord), uint32(ModeOff))
-		close(r.stop)
-		<-r.done
+		r.stop()
 	})
-	<-r.done
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
 	return r.err
 }
 
@@ -218,17 +220,13 @@ func (r *recorder) swap(sh *shard, si uint64, old *buffer) bool {
 		}
 		if old != nil {
 			r.sealLocked(old)
+			r.startWriterLocked()
 		}
+		r.armLocked()
 		b := r.newBufferLocked()
 		r.mu.Unlock()
 		b.state.Store((si + 1) << ownerShift)
 		sh.cur.Store(b)
-		if old != nil {
-			select {
-			case r.notify <- struct{}{}:
-			default:
-			}
-		}
 	}
 	sh.mu.Unlock()
 	// Backpressure: let the writer catch up rather than buffer without
@@ -263,70 +261,110 @@ func (r *recorder) newBufferLocked() *buffer {
 	return new(buffer)
 }
 
-// sealAll hands every shard's partly filled buffer to the writer. With
-// final set, the shards are left empty and the recorder is closed.
-func (r *recorder) sealAll(final bool) {
-	if final {
-		r.mu.Lock()
-		r.closed = true
-		r.mu.Unlock()
-	}
+// sealAll hands every shard's partly filled buffer to the writer and
+// leaves the shard empty, so that its next event takes the slow path (and
+// re-arms the flush timer). It reports whether any buffer was sealed.
+func (r *recorder) sealAll() (sealed bool) {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
-		b := sh.cur.Load()
-		if b != nil && (final || b.state.Load()&countMask > 0) {
+		if b := sh.cur.Load(); b != nil {
 			r.mu.Lock()
 			r.sealLocked(b)
-			var nb *buffer
-			if !final {
-				nb = r.newBufferLocked()
-				nb.state.Store(uint64(i+1) << ownerShift)
-			}
 			r.mu.Unlock()
-			sh.cur.Store(nb)
+			sh.cur.Store(nil)
+			sealed = true
 		}
 		sh.mu.Unlock()
 	}
+	return sealed
 }
 
-// run is the background writer: it writes queued buffers when notified,
-// seals partial buffers every flushInterval so that a crash loses at most
-// that much, and drains everything on stop.
-func (r *recorder) run() {
-	defer close(r.done)
-	tick := time.NewTicker(flushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.notify:
-		case <-tick.C:
-			r.sealAll(false)
-		case <-r.stop:
-			r.sealAll(true)
-			r.drain()
-			r.flush()
-			if err := r.f.Close(); err != nil && r.err == nil {
-				r.err = fmt.Errorf("closing spill file %s: %w", r.path, err)
-			}
-			return
-		}
-		r.drain()
-		r.flush()
+// There is no permanent background goroutine, so that goroutine-leak
+// checks in the tests under study (goleak) see nothing of wafl once the
+// test's own goroutines are gone: a writer goroutine runs only while
+// buffers are queued, and a timer seals partly filled buffers every
+// flushInterval only while events keep arriving.
+
+// startWriterLocked starts a writer goroutine unless one is running. The
+// caller holds r.mu.
+func (r *recorder) startWriterLocked() {
+	if !r.writing {
+		r.writing = true
+		go r.writer()
 	}
 }
 
-// drain writes every queued buffer, in queue order, and recycles it.
-func (r *recorder) drain() {
+// armLocked sets the flush timer unless it is set. The caller holds r.mu.
+func (r *recorder) armLocked() {
+	if !r.armed && !r.closed {
+		r.armed = true
+		r.timer.Reset(flushInterval)
+	}
+}
+
+// writer writes queued buffers until the queue is empty.
+func (r *recorder) writer() {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.drainLocked(true)
+}
+
+// tick runs flushInterval after events arrived: it seals the partly
+// filled buffers so that a crash loses at most that much, and writes them.
+// The next event re-arms the timer; an idle recorder has no timer.
+func (r *recorder) tick() {
+	r.mu.Lock()
+	r.armed = false
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return
+	}
+	if r.sealAll() {
+		r.mu.Lock()
+		r.startWriterLocked()
+		r.mu.Unlock()
+	}
+}
+
+// stop closes the recorder: later events are dropped, everything sealed
+// is written, and the file is closed.
+func (r *recorder) stop() {
+	r.mu.Lock()
+	r.closed = true
+	r.armed = false
+	r.mu.Unlock()
+	r.timer.Stop()
+	r.sealAll()
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.drainLocked(false)
+	if !r.fileClosed {
+		r.fileClosed = true
+		if err := r.f.Close(); err != nil && r.err == nil {
+			r.err = fmt.Errorf("closing spill file %s: %w", r.path, err)
+		}
+	}
+}
+
+// drainLocked writes every queued buffer, in queue order, recycles it and
+// flushes the file. The caller holds r.wmu. With writer set it is the
+// writer goroutine and clears r.writing when it finds the queue empty.
+func (r *recorder) drainLocked(writer bool) {
 	for {
 		r.mu.Lock()
 		q := r.queue
 		r.queue = nil
 		r.pending.Store(0)
-		r.mu.Unlock()
 		if len(q) == 0 {
-			return
+			if writer {
+				r.writing = false
+			}
+			r.mu.Unlock()
+			break
 		}
+		r.mu.Unlock()
 		for _, b := range q {
 			// Events whose slot was reserved before the seal may still be
 			// being written; wait for them (a few instructions each).
@@ -342,6 +380,7 @@ func (r *recorder) drain() {
 		r.free = append(r.free, q...)
 		r.mu.Unlock()
 	}
+	r.flush()
 }
 
 func (r *recorder) write(b *buffer) {
@@ -349,7 +388,7 @@ func (r *recorder) write(b *buffer) {
 	if n == 0 {
 		return
 	}
-	if r.err != nil {
+	if r.err != nil || r.fileClosed {
 		r.dropped.Add(int64(n))
 		return
 	}
@@ -373,7 +412,7 @@ func (r *recorder) write(b *buffer) {
 }
 
 func (r *recorder) flush() {
-	if r.err != nil {
+	if r.err != nil || r.fileClosed {
 		return
 	}
 	if err := r.w.Flush(); err != nil {

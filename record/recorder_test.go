@@ -37,6 +37,26 @@ func readSpill(t *testing.T, path string) []RawEvent {
 	return out
 }
 
+// countSpill counts the events in the complete batches of a spill file
+// that may be being written; -1 if it cannot be read.
+func countSpill(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	r, err := NewRawReader(f, path)
+	if err != nil {
+		return -1
+	}
+	for r.Next() {
+	}
+	if err := r.Err(); err != nil && !errors.Is(err, ErrTruncated) {
+		return -1
+	}
+	return int(r.Events())
+}
+
 func startTemp(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace.raw")
@@ -371,5 +391,40 @@ func BenchmarkNow(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Now()
+	}
+}
+
+// TestNoResidentGoroutine checks that an idle recorder leaves no goroutine
+// behind, so goroutine-leak checks (goleak) in recorded tests pass, and
+// that the events were flushed by then.
+func TestNoResidentGoroutine(t *testing.T) {
+	path := startTemp(t)
+	x := new(int)
+	heapSink = x
+	done := make(chan struct{})
+	go func() {
+		for range 3*bufEvents + 5 {
+			Use(3, unsafe.Pointer(x))
+		}
+		close(done)
+	}()
+	<-done
+	// Within a few flush intervals the events are in the file and no
+	// recorder goroutine is left, while the recording is still on.
+	want := 3*bufEvents + 5
+	buf := make([]byte, 1<<20)
+	for attempt := 0; ; attempt++ {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		n := countSpill(path) // the file may end inside a batch being written
+		if n == want && !strings.Contains(stacks, "record.(*recorder)") {
+			break
+		}
+		if attempt > 500 { // 5 s against a 25 ms flush interval
+			t.Fatalf("after %d attempts: %d of %d events written; goroutines:\n%s", attempt, n, want, stacks)
+		}
+		sleepMS(10)
+	}
+	if CurrentMode() != ModeRecord {
+		t.Fatal("recording stopped")
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -293,6 +294,9 @@ func parseFileLine(l string) (string, int) {
 // panic and the user code that caused it.
 func internalFrame(f Frame) bool {
 	fn := f.Func
+	if strings.HasPrefix(filepath.Base(f.File), "zz_wafl_") || strings.Contains(fn, "._wafl") {
+		return true // the instrumenter's generated helpers (e.g. the one that closes a channel)
+	}
 	return fn == "panic" || fn == "main.main" ||
 		strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "testing.") ||
 		strings.HasPrefix(fn, "internal/") ||

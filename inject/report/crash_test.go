@@ -148,6 +148,15 @@ func TestInternalFrames(t *testing.T) {
 			t.Errorf("internalFrame(%s) = %v, want %v", fn, got, want)
 		}
 	}
+	// The instrumenter's generated helpers sit between a panic and the
+	// user's line (close(ch) happens inside _waflClose).
+	helper := Frame{Func: "example.com/q._waflClose[...]", File: "/src/q/zz_wafl_helpers.go", Line: 47}
+	if !internalFrame(helper) {
+		t.Errorf("internalFrame(%+v) = false, want true", helper)
+	}
+	if internalFrame(Frame{Func: "example.com/q.(*Conn).Close", File: "/src/q/conn.go", Line: 9}) {
+		t.Error("a user frame counted as internal")
+	}
 }
 
 func BenchmarkParseCrash(b *testing.B) {

@@ -40,12 +40,7 @@ func Detect(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []job
-	for _, p := range pkgs {
-		for _, t := range p.tests {
-			jobs = append(jobs, job{p, t})
-		}
-	}
+	jobs := jobsOf(pkgs)
 	prog := newProgress(o.Stderr)
 	var tabs siteTables
 	err = sum.phase("detect", func() error {

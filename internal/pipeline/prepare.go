@@ -32,6 +32,17 @@ type job struct {
 	test string
 }
 
+// jobsOf lists every selected test of every package.
+func jobsOf(pkgs []*pkgBuild) []job {
+	var jobs []job
+	for _, p := range pkgs {
+		for _, t := range p.tests {
+			jobs = append(jobs, job{p, t})
+		}
+	}
+	return jobs
+}
+
 // Instrument builds the instrumented test binaries and prints where they
 // went.
 func Instrument(ctx context.Context, o Options) (*Summary, error) {
@@ -128,12 +139,7 @@ func Prepare(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []job
-	for _, p := range pkgs {
-		for _, t := range p.tests {
-			jobs = append(jobs, job{p, t})
-		}
-	}
+	jobs := jobsOf(pkgs)
 	prog := newProgress(o.Stderr)
 	err = sum.phase("prepare", func() error {
 		prog.Begin("prepare", len(jobs))

@@ -43,7 +43,7 @@ type Options struct {
 	Decay   float64
 	Ablate  []string // parts of the algorithm turned off: interference, hb, decay
 	JSON    bool     // print the report JSON to stdout
-	SARIF   string // write SARIF to this file
+	SARIF   string   // write SARIF to this file
 
 	Stdout, Stderr io.Writer
 }

@@ -51,6 +51,8 @@ type Options struct {
 	// TempDir is fast (tmpfs) and decoding is slow; on a plain disk the
 	// writes cost more than they save.
 	RowSpill bool
+
+	noStream bool // tests: skip the streaming pair pass
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -95,13 +97,17 @@ type Stats struct {
 	Locations    int // distinct delay locations ℓ1
 	Interference int // (ℓ1, ℓ*) interference entries
 
-	Passes     int  // passes over the trace or its row spill
-	RowSpill   bool // passes 2 and 3 read the row spill
-	Partitions int  // object-hash partition groups (1 unless spilled)
-	Truncated  bool
-	Malformed  int64 // rows skipped: unknown op, site 0 or ≥ 2^30, ragged columns
-	Duration   time.Duration
-	Warnings   []string
+	Passes int // passes over the trace or its row spill
+	// Streamed: the pairs were found during pass 1 (see streamPairer);
+	// otherwise StreamFallback says why the exact pair pass ran.
+	Streamed       bool
+	StreamFallback string
+	RowSpill       bool // passes 2 and 3 read the row spill
+	Partitions     int  // object-hash partition groups (1 unless spilled)
+	Truncated      bool
+	Malformed      int64 // rows skipped: unknown op, site 0 or ≥ 2^30, ragged columns
+	Duration       time.Duration
+	Warnings       []string
 }
 
 func (s *Stats) warnf(format string, args ...any) {
@@ -122,15 +128,21 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	if budget <= 0 {
 		budget = 256 << 20
 	}
-	a := &analysis{
-		ctx:    ctx,
-		open:   open,
-		delta:  params.NearMissNs,
-		forest: newForest(),
-		store:  &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: opts.TempDir},
-		stats:  &Stats{},
+	newAnalysis := func() *analysis {
+		return &analysis{
+			ctx:    ctx,
+			open:   open,
+			delta:  params.NearMissNs,
+			forest: newForest(),
+			store:  &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: opts.TempDir},
+			stats:  &Stats{},
+		}
 	}
-	defer a.store.close()
+	a := newAnalysis()
+	defer func() { a.store.close() }()
+	if !opts.RowSpill && !opts.noStream {
+		a.stream = newStreamPairer(a.delta, budget)
+	}
 	if opts.RowSpill {
 		if a.rows, err = newRowSpill(opts.TempDir); err != nil {
 			return nil, nil, err
@@ -142,30 +154,49 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	if err != nil {
 		return nil, nil, err
 	}
+	if a.stream != nil && a.stream.why() != "" {
+		// The trace breaks an assumption of the streaming pair pass:
+		// start over with the exact passes.
+		passes, reason := a.stats.Passes, a.stream.why()
+		a.store.close()
+		a = newAnalysis()
+		a.stats.Passes, a.stats.StreamFallback = passes, reason
+		if meta, err = a.pass1(); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := a.forest.build(); err != nil {
 		return nil, nil, err
 	}
-	groups, err := a.store.finish()
-	if err != nil {
-		return nil, nil, err
-	}
-	a.stats.Partitions = len(groups)
-	pr := newPairer(a.delta, a.forest.f)
-	for _, g := range groups {
-		ev, err := a.store.load(g)
+	if st := a.stream; st != nil {
+		a.stats.Streamed = true
+		a.stats.Partitions = 1
+		a.stats.Objects = st.objects()
+		a.mergePairer(st.p)
+		a.stream = nil
+	} else {
+		groups, err := a.store.finish()
 		if err != nil {
 			return nil, nil, err
 		}
-		a.index = buildIndex(ev)
-		a.stats.Objects += int64(a.index.objects())
-		a.mask = g
-		if err := a.pass2(pr); err != nil {
-			return nil, nil, err
+		a.stats.Partitions = len(groups)
+		pr := newPairer(a.delta, a.forest.f)
+		for _, g := range groups {
+			ev, err := a.store.load(g)
+			if err != nil {
+				return nil, nil, err
+			}
+			a.index = buildIndex(ev)
+			a.stats.Objects += int64(a.index.objects())
+			a.mask = g
+			if err := a.pass2(pr); err != nil {
+				return nil, nil, err
+			}
+			a.index = nil
 		}
-		a.index = nil
+		a.store.close()
+		a.mergePairer(pr)
 	}
-	a.store.close()
-	a.mergePairer(pr)
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {
 		if err := a.pass3(plan); err != nil {
@@ -199,7 +230,8 @@ type analysis struct {
 	delta  int64
 	forest *forest
 	store  *lifecycleStore
-	rows   *rowSpill // nil: passes 2 and 3 reopen the source
+	stream *streamPairer // pairs during pass 1; nil: exact pass 2
+	rows   *rowSpill     // nil: passes 2 and 3 reopen the source
 	index  *objIndex
 	mask   uint64               // partitions handled by the current pair pass
 	pairs  map[pairKey]*pairAgg // the pairer's, after pass 2
@@ -283,7 +315,7 @@ func (a *analysis) scan(pass string, fn func(c *Columns)) (meta Meta, err error)
 		done <- src.Err()
 	}()
 	for c := range full {
-		if a.ctx.Err() != nil {
+		if a.ctx.Err() != nil || a.stream != nil && a.stream.why() != "" {
 			break
 		}
 		fn(c)
@@ -367,16 +399,25 @@ func (a *analysis) pass1() (Meta, error) {
 				}
 				if op == opUse {
 					a.stats.Uses++
+					if st := a.stream; st != nil {
+						st.use(c.Time[i], c.G[i], c.Clock[i], c.Site[i], c.Obj[i])
+					}
 					continue
 				}
 				a.stats.Lifecycle++
+				if st := a.stream; st != nil {
+					st.lifecycle(c.Time[i], c.G[i], c.Clock[i], c.Site[i], c.Obj[i], op)
+					continue
+				}
 				if err := a.store.add(lcEvent{obj: c.Obj[i], time: c.Time[i], g: c.G[i], clock: c.Clock[i], site: c.Site[i], op: op}); err != nil {
 					serr = err
 					return
 				}
 			case opFork:
 				a.stats.Forks++
-				a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
+				if a.forest.add(c.G[i], c.Obj[i], c.Clock[i]) && a.stream != nil {
+					a.stream.inc.add(c.G[i], c.Obj[i], c.Clock[i])
+				}
 			default:
 				a.stats.Malformed++
 			}
@@ -475,3 +516,4 @@ func cmp32(a, b uint32) int {
 	}
 	return 0
 }
+

@@ -433,3 +433,81 @@ func TestSpilledAnalysisMatchesInMemory(t *testing.T) {
 		t.Fatal("random trace produced no candidates; the test is vacuous")
 	}
 }
+
+// TestStreamingFallsBackWhenOrderMatters feeds traces whose rows arrive in
+// an order the streaming pair pass cannot follow; each must fall back to
+// the exact passes and give the exact result.
+func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rows []row
+		want []string
+	}{
+		{"init after a later use", []row{
+			useAt(2*ms, 2, 1, 20, 0xA),
+			initAt(1*ms, 1, 1, 10, 0xA),
+		}, []string{"use-before-init 10→20"}},
+		{"dispose after a later use", []row{
+			useAt(2*ms, 2, 1, 20, 0xA),
+			useAt(5*ms, 2, 1, 21, 0xA),
+			disposeAt(3*ms, 1, 1, 30, 0xA),
+		}, []string{"use-after-dispose 20→30"}},
+		{"use after a later lifecycle row", []row{
+			disposeAt(3*ms, 1, 1, 30, 0xA),
+			useAt(2*ms, 2, 1, 20, 0xA),
+		}, []string{"use-after-dispose 20→30"}},
+		{"lifecycle rows out of order", []row{
+			disposeAt(3*ms, 1, 1, 30, 0xA),
+			initAt(1*ms, 1, 1, 10, 0xA),
+			useAt(4*ms, 2, 1, 20, 0xA),
+		}, nil},
+		{"fork after a query", []row{
+			initAt(1*ms, 1, 2, 10, 0xA),
+			useAt(2*ms, 2, 1, 20, 0xA),
+			forkAt(1*ms, 1, 2, 2), // init (counter 2) ≤ fork counter: ordered
+		}, nil},
+	} {
+		p, st := analyzeRows(t, tc.rows, Options{})
+		if st.Streamed || st.StreamFallback == "" || st.Passes < 3 {
+			t.Errorf("%s: streamed %v, fallback %q, %d passes; want a fallback after 1 pass", tc.name, st.Streamed, st.StreamFallback, st.Passes)
+		}
+		if got := pairsOf(p); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: pairs %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestStreamingMatchesExactOnSynthetic compares the streaming pair pass
+// with the exact passes on a synthetic trace of realistic shape (hot
+// objects, re-used slots, forks, orphans): identical plans and counters.
+func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
+	n := 400_000
+	if testing.Short() {
+		n = 100_000
+	}
+	src := synthSlice(n)
+	// 100k rows span 20 ms of trace time: a δ of 2 ms prunes some.
+	stream, sst, err := Run(context.Background(), src.Opener(), Options{NearMiss: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, est, err := Run(context.Background(), src.Opener(), Options{NearMiss: 2 * time.Millisecond, noStream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sst.Streamed || est.Streamed || sst.Passes != 2 || est.Passes != 3 {
+		t.Fatalf("streamed %v/%v, passes %d/%d", sst.Streamed, est.Streamed, sst.Passes, est.Passes)
+	}
+	stream.Provenance.Created, exact.Provenance.Created = "", ""
+	if !reflect.DeepEqual(stream, exact) {
+		t.Fatal("streamed plan differs from the exact plan")
+	}
+	a, b := *sst, *est
+	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed = 0, 0, 0, 0, false
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("stats differ:\nstreamed %+v\nexact    %+v", a, b)
+	}
+	if sst.Candidates < 100 || sst.PrunedWindow == 0 || sst.PrunedFork == 0 || sst.PrunedSameG == 0 {
+		t.Fatalf("synthetic trace too tame to compare: %+v", sst)
+	}
+}

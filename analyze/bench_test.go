@@ -143,6 +143,12 @@ func BenchmarkAnalyzeSynthetic(b *testing.B) {
 // memory: the analyzer's own cost, without generation or decoding.
 func BenchmarkAnalyzeMemory(b *testing.B) {
 	cfg := synth.Config{Events: 5_000_000, Seed: 1}
+	benchAnalyze(b, synthSlice(cfg.Events).Opener(), cfg.Events, Options{})
+}
+
+// synthSlice holds a synthetic trace of n rows (seed 1) in memory.
+func synthSlice(n int) *SliceSource {
+	cfg := synth.Config{Events: n, Seed: 1}
 	src := &SliceSource{M: Meta{Package: "synthetic", Test: "TestSynthetic"}}
 	synth.Generate(cfg, func(sb *synth.Batch) error {
 		src.Batches = append(src.Batches, Columns{
@@ -151,7 +157,7 @@ func BenchmarkAnalyzeMemory(b *testing.B) {
 		})
 		return nil
 	})
-	benchAnalyze(b, src.Opener(), cfg.Events, Options{})
+	return src
 }
 
 // benchTrace returns the path of a synthetic trace of cfg.Events rows,

@@ -32,13 +32,15 @@ func newForest() *forest {
 
 // add records that parent started child at parent's counter clock. The
 // first edge of a child wins; later ones are counted as malformed.
-func (f *forest) add(parent, child uint64, clock uint32) {
+// It reports whether the edge was kept.
+func (f *forest) add(parent, child uint64, clock uint32) bool {
 	if _, ok := f.parent[child]; ok || parent == child {
 		f.dupes++
-		return
+		return false
 	}
 	f.parent[child] = struct{}{}
 	f.edges = append(f.edges, lcc.Edge{Parent: parent, Clock: clock, Child: child})
+	return true
 }
 
 // build turns the edges into an lcc.Forest.

@@ -18,6 +18,7 @@ type pairer struct {
 	index  *objIndex
 	look   lookCache
 	fv     forestView
+	inc    *incForest // set when streaming in pass 1: fork order from the edges so far
 	pairs  map[pairKey]*pairAgg
 	pcache [1 << 10]pairSlot // direct-mapped cache in front of pairs
 
@@ -104,7 +105,12 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 		p.prunedSameG++
 		return
 	}
-	if !p.fv.concurrent(g1, c1, g2, c2) {
+	if p.inc != nil {
+		if !p.inc.concurrent(g1, c1, g2, c2) {
+			p.prunedFork++
+			return
+		}
+	} else if !p.fv.concurrent(g1, c1, g2, c2) {
 		p.prunedFork++
 		return
 	}

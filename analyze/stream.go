@@ -1,0 +1,405 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// streamPairer finds the pair instances during pass 1, as the rows
+// arrive, instead of in a second pass over the trace against a sorted
+// lifecycle index. It relies on two properties that traces have in
+// practice — each object's rows arrive in time order, and a goroutine's
+// fork row arrives before anything asks whether it is concurrent with
+// another — and checks them: the first row that would make its answers
+// differ from the exact index-based pass 2 (a lifecycle row at or before a
+// use of its object already examined, or earlier than the object's latest
+// lifecycle row; a use earlier than its object's latest lifecycle row; a
+// fork edge for a goroutine already taken to be a root) sets failed, and
+// Run falls back to the exact three-pass analysis. So the result is always
+// that of the definitions in docs/algorithm.md.
+//
+// Per object it keeps the latest lifecycle row and the uses still waiting
+// for their next dispose. A waiting use is dropped (counted) once a later
+// use of the object lies δ or more after it, because the next dispose, still
+// to come, can only be later than that.
+type streamPairer struct {
+	p         *pairer
+	delta     int64
+	objs      objTable
+	rings     []pendRing // waiting uses per object; index 0 unused
+	free      []int32    // indices of empty rings to reuse
+	inc       incForest
+	failed    string // why streaming gave up; "" while exact
+	budget    int64  // bytes of per-object state allowed
+	ringBytes int64  // bytes of ring buffers
+	maxT      int64  // latest row time seen
+	lastSweep int64  // maxT at the last sweep
+	sinceSwp  int    // rows since the last sweep
+}
+
+// objState is the streaming state of one object.
+type objState struct {
+	lcT     int64  // latest lifecycle row by (time, op)
+	lcG     uint64 //
+	maxUseT int64  // latest use examined (valid if hasUse)
+	expired int64  // waiting uses dropped as δ-old
+	sweptT  int64  // latest use dropped by a sweep (valid if swept)
+	lcClock uint32
+	lcSite  uint32
+	ring    int32 // waiting uses (index into rings, 0: none)
+	lcOp    uint8 // 0: no lifecycle row yet
+	hasUse  bool
+	swept   bool
+}
+
+// pendUse is a use waiting for its object's next dispose.
+type pendUse struct {
+	t     int64
+	g     uint64
+	clock uint32
+	site  uint32
+}
+
+// pendRing holds the waiting uses of one object in arrival order, in one
+// contiguous buffer (a power of two long), so that dropping old ones from
+// the head and appending at the tail touch memory sequentially.
+type pendRing struct {
+	buf     []pendUse
+	head, n int
+	owner   int32 // index of the object's state
+}
+
+// sweepAge is how far behind the latest row a waiting use must be for a
+// sweep to drop it (plus δ). Objects that are used and never disposed
+// would otherwise keep their uses waiting to the end of the trace. A
+// dispose arriving later within δ of a dropped use means the rows were
+// more out of order than that, and streaming gives up.
+const sweepAge = int64(time.Second)
+
+// objTable maps objects to their state: open addressing over 16-byte
+// slots, the states themselves dense (no pointers for the collector).
+type objTable struct {
+	slots  []objTSlot
+	mask   uint64
+	states []objState
+	cache  [1 << 12]objTSlot // direct-mapped front cache
+}
+
+type objTSlot struct {
+	obj uint64
+	idx int32 // index+1 into states; 0: empty
+}
+
+func newStreamPairer(delta int64, budget int64) *streamPairer {
+	s := &streamPairer{
+		p:      &pairer{delta: delta, pairs: make(map[pairKey]*pairAgg)},
+		delta:  delta,
+		rings:  make([]pendRing, 1, 1024),
+		budget: budget,
+	}
+	s.p.inc = &s.inc
+	s.inc.nodes = make(map[uint64]incNode)
+	s.objs.slots = make([]objTSlot, 1<<12)
+	s.objs.mask = 1<<12 - 1
+	return s
+}
+
+// get returns the index of the state of obj, creating it.
+func (t *objTable) get(obj uint64) int32 {
+	c := &t.cache[(obj*0x9E3779B97F4A7C15)>>52]
+	if c.idx != 0 && c.obj == obj {
+		return c.idx - 1
+	}
+	h := mix(obj) & t.mask
+	for {
+		s := &t.slots[h]
+		if s.idx == 0 {
+			break
+		}
+		if s.obj == obj {
+			*c = *s
+			return s.idx - 1
+		}
+		h = (h + 1) & t.mask
+	}
+	t.states = append(t.states, objState{})
+	if 2*len(t.states) > len(t.slots) {
+		t.grow()
+		h = mix(obj) & t.mask
+		for t.slots[h].idx != 0 {
+			h = (h + 1) & t.mask
+		}
+	}
+	t.slots[h] = objTSlot{obj: obj, idx: int32(len(t.states))}
+	*c = t.slots[h]
+	return int32(len(t.states) - 1)
+}
+
+func (t *objTable) grow() {
+	old := t.slots
+	t.slots = make([]objTSlot, 2*len(old))
+	t.mask = uint64(len(t.slots) - 1)
+	for _, s := range old {
+		if s.idx == 0 {
+			continue
+		}
+		h := mix(s.obj) & t.mask
+		for t.slots[h].idx != 0 {
+			h = (h + 1) & t.mask
+		}
+		t.slots[h] = s
+	}
+}
+
+// memory is the approximate size of the streaming state in bytes.
+func (s *streamPairer) memory() int64 {
+	return int64(len(s.objs.slots))*16 + int64(cap(s.objs.states))*56 + int64(cap(s.rings))*40 + s.ringBytes
+}
+
+// why returns why streaming gave up, "" while its answers are exact.
+func (s *streamPairer) why() string {
+	if s.failed == "" {
+		return s.inc.bad
+	}
+	return s.failed
+}
+
+func (s *streamPairer) fail(format string, args ...any) {
+	if s.failed == "" {
+		s.failed = fmt.Sprintf(format, args...)
+	}
+}
+
+// use examines a use of obj at site in goroutine g.
+func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
+	s.tick(t)
+	oi := s.objs.get(obj)
+	o := &s.objs.states[oi]
+	if o.lcOp != 0 && t < o.lcT {
+		s.fail("a use of object %#x at %d arrived after its lifecycle row at %d", obj, t, o.lcT)
+		return
+	}
+	if !o.hasUse || t > o.maxUseT {
+		o.maxUseT, o.hasUse = t, true
+	}
+	// init → use: the latest lifecycle row, at or before t, if an init.
+	if o.lcOp == opInit {
+		s.p.instance(pairKey{o.lcSite, site, opInit}, obj, o.lcT, o.lcG, o.lcClock, t, g, clock)
+	}
+	// use → dispose: a dispose at exactly t counts as after the use.
+	if o.lcOp == opDispose && o.lcT == t {
+		s.p.instance(pairKey{site, o.lcSite, opUse}, obj, t, g, clock, o.lcT, o.lcG, o.lcClock)
+	} else {
+		s.wait(o, oi, pendUse{t: t, g: g, clock: clock, site: site})
+	}
+	// Drop waiting uses that no future dispose can reach within δ: a
+	// future dispose is later than maxUseT.
+	if o.ring != 0 {
+		r := &s.rings[o.ring]
+		mask := len(r.buf) - 1
+		for r.n > 0 {
+			u := &r.buf[r.head]
+			if u.t >= o.maxUseT || uint64(o.maxUseT)-uint64(u.t) < uint64(s.delta-1) {
+				break
+			}
+			o.expired++
+			r.head = (r.head + 1) & mask
+			r.n--
+		}
+	}
+	if len(s.objs.states)&1023 == 0 && s.memory() > s.budget {
+		s.fail("streaming state exceeds the memory budget")
+	}
+}
+
+// tick is called for every row: it tracks the latest time and sweeps
+// waiting uses older than sweepAge + δ now and then (when time has
+// advanced by half of that and at least as many rows as there are rings
+// were seen, so sweeping costs O(1) a row).
+func (s *streamPairer) tick(t int64) {
+	if t > s.maxT {
+		s.maxT = t
+	}
+	s.sinceSwp++
+	age := sweepAge + s.delta
+	if s.maxT-s.lastSweep < age/2 || s.sinceSwp < len(s.rings) || s.maxT < math.MinInt64+age {
+		return
+	}
+	s.lastSweep, s.sinceSwp = s.maxT, 0
+	cut := s.maxT - age
+	for i := 1; i < len(s.rings); i++ {
+		r := &s.rings[i]
+		if r.n == 0 {
+			continue
+		}
+		o := &s.objs.states[r.owner]
+		mask := len(r.buf) - 1
+		for r.n > 0 && r.buf[r.head].t < cut {
+			o.sweptT = max(o.sweptT, r.buf[r.head].t)
+			if !o.swept {
+				o.sweptT, o.swept = r.buf[r.head].t, true
+			}
+			o.expired++
+			r.head = (r.head + 1) & mask
+			r.n--
+		}
+		if r.n == 0 {
+			r.head = 0
+			s.free = append(s.free, o.ring)
+			o.ring = 0
+		}
+	}
+}
+
+// wait appends u to the waiting uses of o.
+func (s *streamPairer) wait(o *objState, oi int32, u pendUse) {
+	if o.ring == 0 {
+		if k := len(s.free); k > 0 {
+			o.ring = s.free[k-1]
+			s.free = s.free[:k-1]
+		} else {
+			if len(s.rings) == 1<<31-1 {
+				s.fail("too many objects with waiting uses")
+				return
+			}
+			o.ring = int32(len(s.rings))
+			s.rings = append(s.rings, pendRing{buf: make([]pendUse, 2)})
+			s.ringBytes += 2 * 24
+		}
+	}
+	r := &s.rings[o.ring]
+	r.owner = oi
+	if r.n == len(r.buf) {
+		nb := make([]pendUse, 2*len(r.buf))
+		k := copy(nb, r.buf[r.head:])
+		copy(nb[k:], r.buf[:r.head])
+		s.ringBytes += int64(len(r.buf)) * 24
+		r.buf, r.head = nb, 0
+		if s.memory() > s.budget {
+			s.fail("streaming state exceeds the memory budget")
+		}
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = u
+	r.n++
+}
+
+// lifecycle examines an init or dispose of obj.
+func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint64, op uint8) {
+	s.tick(t)
+	o := &s.objs.states[s.objs.get(obj)]
+	if o.hasUse && t <= o.maxUseT {
+		s.fail("a lifecycle row of object %#x at %d arrived after its use at %d", obj, t, o.maxUseT)
+		return
+	}
+	if o.lcOp != 0 && (t < o.lcT || t == o.lcT && op <= o.lcOp) {
+		s.fail("lifecycle rows of object %#x arrived out of time order (%d after %d)", obj, t, o.lcT)
+		return
+	}
+	if op == opDispose {
+		if o.swept && inWindow(o.sweptT, t, s.delta) {
+			s.fail("a dispose of object %#x at %d arrived more than %v after a use at %d", obj, t, time.Duration(sweepAge), o.sweptT)
+			return
+		}
+		o.swept = false
+		if o.ring != 0 {
+			r := &s.rings[o.ring]
+			mask := len(r.buf) - 1
+			for k := 0; k < r.n; k++ {
+				u := &r.buf[(r.head+k)&mask]
+				s.p.instance(pairKey{u.site, site, opUse}, obj, u.t, u.g, u.clock, t, g, clock)
+			}
+			r.head, r.n = 0, 0
+			s.free = append(s.free, o.ring)
+			o.ring = 0
+		}
+		s.p.prunedWindow += o.expired
+		o.expired = 0
+	}
+	o.lcT, o.lcG, o.lcClock, o.lcSite, o.lcOp = t, g, clock, site, op
+	if len(s.objs.states)&1023 == 0 && s.memory() > s.budget {
+		s.fail("streaming state exceeds the memory budget")
+	}
+}
+
+// objects is the number of objects with at least one lifecycle row.
+func (s *streamPairer) objects() int64 {
+	n := int64(0)
+	for i := range s.objs.states {
+		if s.objs.states[i].lcOp != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// incForest answers fork-order queries from the fork edges seen so far.
+// A query that ends its walk at a goroutine with no known parent marks it;
+// a fork edge arriving later for a marked goroutine could have changed an
+// answer, so it sets bad.
+type incForest struct {
+	nodes map[uint64]incNode
+	edges int
+	bad   string
+	cache [1 << 12]limitSlot
+}
+
+type incNode struct {
+	parent    uint64
+	clock     uint32
+	hasParent bool
+	walked    bool // taken to be a root by a query
+}
+
+// add records a fork edge that forest.add accepted (first edge of a
+// child, parent ≠ child).
+func (f *incForest) add(parent, child uint64, clock uint32) {
+	n := f.nodes[child]
+	if n.walked && f.bad == "" {
+		f.bad = fmt.Sprintf("the fork row of goroutine %d arrived after a query took it to be a root", child)
+	}
+	n.parent, n.clock, n.hasParent = parent, clock, true
+	f.nodes[child] = n
+	f.edges++
+}
+
+// limit is forestView.limit over the edges seen so far.
+func (f *incForest) limit(anc, desc uint64) int64 {
+	h := (anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F) >> 52
+	sl := &f.cache[h]
+	if sl.ok && sl.anc == anc && sl.desc == desc {
+		return sl.lim
+	}
+	lim := int64(-1)
+	x := desc
+	for steps := 0; ; steps++ {
+		n := f.nodes[x]
+		if !n.hasParent {
+			if !n.walked {
+				n.walked = true
+				f.nodes[x] = n
+			}
+			break
+		}
+		if steps > f.edges {
+			if f.bad == "" {
+				f.bad = "fork edges form a cycle"
+			}
+			break
+		}
+		if n.parent == anc {
+			lim = int64(n.clock)
+			break
+		}
+		x = n.parent
+	}
+	*sl = limitSlot{anc: anc, desc: desc, lim: lim, ok: true}
+	return lim
+}
+
+func (f *incForest) concurrent(g1 uint64, c1 uint32, g2 uint64, c2 uint32) bool {
+	if g1 == g2 {
+		return false
+	}
+	return int64(c1) > f.limit(g1, g2) && int64(c2) > f.limit(g2, g1)
+}

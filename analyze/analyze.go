@@ -516,4 +516,3 @@ func cmp32(a, b uint32) int {
 	}
 	return 0
 }
-

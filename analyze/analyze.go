@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -98,6 +99,10 @@ type Stats struct {
 	Interference int // (ℓ1, ℓ*) interference entries
 
 	Passes int // passes over the trace or its row spill
+	// LogRows are the rows pass 1 kept for pass 3 (thinned, see ilog);
+	// LogSpilled says they went to a temporary file.
+	LogRows    int64
+	LogSpilled bool
 	// Streamed: the pairs were found during pass 1 (see streamPairer);
 	// otherwise StreamFallback says why the exact pair pass ran.
 	Streamed       bool
@@ -138,8 +143,20 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 			stats:  &Stats{},
 		}
 	}
-	a := newAnalysis()
-	defer func() { a.store.close() }()
+	start1 := func() *analysis {
+		a := newAnalysis()
+		if !opts.RowSpill {
+			a.ilog = newIlog(a.delta, budget/8, opts.TempDir)
+		}
+		return a
+	}
+	a := start1()
+	defer func() {
+		a.store.close()
+		if a.ilog != nil {
+			a.ilog.close()
+		}
+	}()
 	if !opts.RowSpill && !opts.noStream {
 		a.stream = newStreamPairer(a.delta, budget)
 	}
@@ -159,7 +176,8 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		// start over with the exact passes.
 		passes, reason := a.stats.Passes, a.stream.why()
 		a.store.close()
-		a = newAnalysis()
+		a.ilog.close()
+		a = start1()
 		a.stats.Passes, a.stats.StreamFallback = passes, reason
 		if meta, err = a.pass1(); err != nil {
 			return nil, nil, err
@@ -174,6 +192,10 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		a.stats.Objects = st.objects()
 		a.mergePairer(st.p)
 		a.stream = nil
+		// The streaming state is the bulk of the heap and garbage now:
+		// collect it before pass 3 allocates its windows, so that the
+		// heap does not grow to twice their sum.
+		runtime.GC()
 	} else {
 		groups, err := a.store.finish()
 		if err != nil {
@@ -231,6 +253,7 @@ type analysis struct {
 	forest *forest
 	store  *lifecycleStore
 	stream *streamPairer // pairs during pass 1; nil: exact pass 2
+	ilog   *ilog         // pass 3's rows, logged in pass 1; nil: pass 3 reads the trace
 	rows   *rowSpill     // nil: passes 2 and 3 reopen the source
 	index  *objIndex
 	mask   uint64               // partitions handled by the current pair pass
@@ -284,7 +307,10 @@ type interval struct{ lo, hi int64 } // closed
 // Decoding runs in its own goroutine, one batch ahead: it copies each batch
 // into one of a few recycled buffers, so that on two cores decoding and
 // analysis overlap.
-func (a *analysis) scan(pass string, fn func(c *Columns)) (meta Meta, err error) {
+//
+// pre, if not nil, runs on each batch in the decoding goroutine, before fn
+// sees it in the caller's.
+func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err error) {
 	a.stats.Passes++
 	src, err := a.open()
 	if err != nil {
@@ -310,6 +336,9 @@ func (a *analysis) scan(pass string, fn func(c *Columns)) (meta Meta, err error)
 				return
 			}
 			copyColumns(c, src.Batch())
+			if pre != nil {
+				pre(c)
+			}
 			full <- c
 		}
 		done <- src.Err()
@@ -357,7 +386,7 @@ func copyColumns(dst, src *Columns) {
 // spill when there is one, else from a fresh Source.
 func (a *analysis) rescan(pass string, fn func(c *Columns)) error {
 	if a.rows == nil {
-		_, err := a.scan(pass, fn)
+		_, err := a.scan(pass, nil, fn)
 		return err
 	}
 	a.stats.Passes++
@@ -374,7 +403,11 @@ func (a *analysis) rescan(pass string, fn func(c *Columns)) error {
 // pass1 reads the fork edges and the lifecycle events.
 func (a *analysis) pass1() (Meta, error) {
 	var serr error
-	meta, err := a.scan("pass 1 (forks, lifecycle)", func(c *Columns) {
+	var pre func(c *Columns)
+	if a.ilog != nil {
+		pre = a.ilog.batch
+	}
+	meta, err := a.scan("pass 1 (forks, lifecycle)", pre, func(c *Columns) {
 		if serr != nil {
 			return
 		}
@@ -428,6 +461,10 @@ func (a *analysis) pass1() (Meta, error) {
 	}
 	if err == nil && a.rows != nil {
 		err = a.rows.flush()
+	}
+	if err == nil && a.ilog != nil {
+		err = a.ilog.finish()
+		a.stats.LogRows, a.stats.LogSpilled = a.ilog.rows, a.ilog.spilled()
 	}
 	return meta, err
 }

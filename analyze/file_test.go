@@ -63,7 +63,7 @@ func TestBugFileEndToEnd(t *testing.T) {
 		pv.BinaryHash != fmt.Sprintf("sha256:%x", sha256.Sum256([]byte("binary"))) {
 		t.Fatalf("provenance %+v", pv)
 	}
-	if st.Passes != 2 || !st.Streamed || st.Events != 5 || st.Forks != 1 {
+	if st.Passes != 1 || !st.Streamed || st.Events != 5 || st.Forks != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }

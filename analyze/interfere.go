@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -280,31 +281,58 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 		ok bool
 	}
 	gcache := make([]gSlot, 1<<12)
-	err := a.rescan("pass 3 (interference)", func(c *Columns) {
-		n := c.Len()
-		for i, op := range c.Op[:n] {
-			if op < opInit || op > opDispose {
-				continue
-			}
-			ls := sites.index(c.Site[i])
-			if ls < 0 {
-				continue
-			}
-			g := c.G[i]
-			gs := &gcache[(g*0x9E3779B97F4A7C15)>>52]
-			if !gs.ok || gs.g != g {
-				*gs = gSlot{g, idx[g], true}
-			}
-			x := gs.x
+	event := func(t int64, g uint64, site uint32) {
+		ls := sites.index(site)
+		if ls < 0 {
+			return
+		}
+		gs := &gcache[(g*0x9E3779B97F4A7C15)>>52]
+		if !gs.ok || gs.g != g {
+			*gs = gSlot{g, idx[g], true}
+		}
+		x := gs.x
+		if x == nil {
+			return
+		}
+		if x.sweep == nil {
+			x.sweep = make([]sweep, len(plan.Locations))
+		}
+		x.event(t, m, ls)
+	}
+	var err error
+	if l := a.ilog; l != nil {
+		// The rows logged in pass 1; goroutine indices map to windows once.
+		byIdx := make([]*winIndex, len(l.gs))
+		for i, g := range l.gs {
+			byIdx[i] = idx[g]
+		}
+		err = l.scan(func(t int64, gi, site uint32) {
+			x := byIdx[gi]
 			if x == nil {
-				continue
+				return
+			}
+			ls := sites.index(site)
+			if ls < 0 {
+				return
 			}
 			if x.sweep == nil {
 				x.sweep = make([]sweep, len(plan.Locations))
 			}
-			x.event(c.Time[i], m, ls)
+			x.event(t, m, ls)
+		})
+		if err != nil {
+			err = fmt.Errorf("pass 3 (interference): %w", err)
 		}
-	})
+	} else {
+		err = a.rescan("pass 3 (interference)", func(c *Columns) {
+			n := c.Len()
+			for i, op := range c.Op[:n] {
+				if op >= opInit && op <= opDispose {
+					event(c.Time[i], c.G[i], c.Site[i])
+				}
+			}
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -160,6 +160,20 @@ func TestBugRandomTracesMatchReference(t *testing.T) {
 	}
 }
 
+// TestBugDenseSortedTraceMatchesReference has many rows per goroutine and
+// site within δ, so that pass 1's interference log drops most of them.
+func TestBugDenseSortedTraceMatchesReference(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		rows := randomTrace(seed, 4000, 40)
+		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.t, b.t) })
+		p, st := analyzeRows(t, rows, Options{})
+		if !st.Streamed || st.LogRows*2 > int64(len(rows)) {
+			t.Fatalf("seed %d: streamed %v (%q), %d of %d rows logged; want streaming and thinning", seed, st.Streamed, st.StreamFallback, st.LogRows, len(rows))
+		}
+		checkReference(t, fmt.Sprintf("dense seed %d", seed), p, rows)
+	}
+}
+
 func checkReference(t *testing.T, name string, p *plans.Plan, rows []row) {
 	t.Helper()
 	wantPairs, wantInterf := reference(rows, 100*ms)

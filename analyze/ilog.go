@@ -1,0 +1,276 @@
+package analyze
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ilog is what pass 3 (interference) needs of the trace, gathered during
+// pass 1 so that the trace is not decoded again: the (time, goroutine,
+// site) of init, use and dispose rows, thinned and compactly encoded.
+//
+// Thinning. Every interference window [τ1 − δ, τ2] is at least δ long
+// (τ2 ≥ τ1). For one (goroutine, site), if the rows kept around a dropped
+// row t lie at k1 ≤ t ≤ k2 with k2 − k1 ≤ δ, a window containing t but
+// neither k1 nor k2 would have k1 < lo ≤ hi < k2, so it would be shorter
+// than δ: it contains k1 or k2, and the dropped row changes no answer of
+// pass 3. Per (goroutine, site) the log keeps the first row, and then,
+// from each kept row k, the last row within k + δ (or the next row when
+// there is none), so a run of rows at one site shrinks to about two rows
+// per δ. Rows arriving earlier than the (goroutine, site)'s latest row are
+// simply kept. The thinning state lives in a direct-mapped cache; an
+// evicted entry emits its pending row and the next row of that pair starts
+// afresh, which keeps more rows than needed but never too few.
+//
+// Encoding: per row, the zig-zag varint of the time minus the previous
+// row's, the varint of a dense goroutine index and the varint of the site,
+// in chunks of up to 1 MiB. Beyond its memory budget the log moves its
+// chunks to a temporary file and appends there.
+type ilog struct {
+	delta   int64
+	cache   []thinSlot
+	gidx    map[uint64]uint32
+	gs      []uint64 // dense index → goroutine
+	prevT   int64
+	cur     []byte
+	chunks  [][]byte
+	bytes   int64
+	rows    int64
+	budget  int64
+	tempDir string
+	f       *os.File
+	w       *bufio.Writer
+	err     error
+}
+
+type thinSlot struct {
+	g     uint64
+	k, p  int64 // last kept row, latest row (pending if pend)
+	site  uint32
+	gi    uint32
+	valid bool
+	pend  bool
+}
+
+const (
+	ilogChunk = 1 << 20
+	ilogMax   = 3 * binary.MaxVarintLen64 // bytes of one encoded row, at most
+	thinSlots = 1 << 16
+)
+
+func newIlog(delta, budget int64, tempDir string) *ilog {
+	return &ilog{
+		delta: delta, budget: budget, tempDir: tempDir,
+		cache: make([]thinSlot, thinSlots),
+		gidx:  make(map[uint64]uint32),
+		cur:   make([]byte, 0, ilogChunk),
+	}
+}
+
+// batch thins and logs the init, use and dispose rows of c with a valid
+// site.
+func (l *ilog) batch(c *Columns) {
+	n := c.Len()
+	tm, gs, sites := c.Time[:n], c.G[:n], c.Site[:n]
+	for i, op := range c.Op[:n] {
+		if op < opInit || op > opDispose {
+			continue
+		}
+		site := sites[i]
+		if site == 0 || site > maxSite {
+			continue
+		}
+		l.row(tm[i], gs[i], site)
+	}
+}
+
+func (l *ilog) row(t int64, g uint64, site uint32) {
+	h := ((g*0x9E3779B97F4A7C15 ^ uint64(site)*0xC2B2AE3D27D4EB4F) >> 32) & (thinSlots - 1)
+	e := &l.cache[h]
+	if !e.valid || e.g != g || e.site != site {
+		if e.valid && e.pend {
+			l.emit(e.p, e.gi, e.site)
+		}
+		gi, ok := l.gidx[g]
+		if !ok {
+			gi = uint32(len(l.gs))
+			l.gidx[g] = gi
+			l.gs = append(l.gs, g)
+		}
+		*e = thinSlot{g: g, site: site, gi: gi, k: t, p: t, valid: true}
+		l.emit(t, gi, site)
+		return
+	}
+	switch {
+	case t < e.p:
+		l.emit(t, e.gi, site) // out of order: keep it
+	case t-e.k <= l.delta && t-e.k >= 0:
+		e.p, e.pend = t, true
+	default:
+		if e.pend {
+			l.emit(e.p, e.gi, site)
+			e.k, e.pend = e.p, false
+		}
+		if t-e.k <= l.delta && t-e.k >= 0 {
+			e.p, e.pend = t, true
+		} else {
+			l.emit(t, e.gi, site)
+			e.k, e.p = t, t
+		}
+	}
+}
+
+func (l *ilog) emit(t int64, gi, site uint32) {
+	if len(l.cur)+ilogMax > cap(l.cur) {
+		l.flushChunk()
+	}
+	d := t - l.prevT
+	l.prevT = t
+	b := binary.AppendUvarint(l.cur, uint64(d<<1)^uint64(d>>63))
+	b = binary.AppendUvarint(b, uint64(gi))
+	l.cur = binary.AppendUvarint(b, uint64(site))
+	l.rows++
+}
+
+// flushChunk retires the current chunk, to memory or to the spill file.
+func (l *ilog) flushChunk() {
+	if len(l.cur) == 0 {
+		return
+	}
+	l.bytes += int64(len(l.cur))
+	if l.f == nil && l.bytes > l.budget && l.err == nil {
+		if err := l.startSpill(); err != nil {
+			l.err = err
+		}
+	}
+	if l.f != nil {
+		l.writeChunk(l.cur)
+		l.cur = l.cur[:0]
+		return
+	}
+	l.chunks = append(l.chunks, l.cur)
+	l.cur = make([]byte, 0, ilogChunk)
+}
+
+func (l *ilog) startSpill() error {
+	if l.tempDir != "" {
+		if err := os.MkdirAll(l.tempDir, 0o755); err != nil {
+			return fmt.Errorf("interference spill: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(l.tempDir, "wafl-analyze-interference-")
+	if err != nil {
+		return fmt.Errorf("interference spill: %w", err)
+	}
+	l.f, l.w = f, bufio.NewWriterSize(f, 1<<20)
+	for _, c := range l.chunks {
+		l.writeChunk(c)
+	}
+	l.chunks = nil
+	return nil
+}
+
+func (l *ilog) writeChunk(c []byte) {
+	if l.err != nil {
+		return
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(c)))
+	if _, err := l.w.Write(hdr[:]); err != nil {
+		l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+		return
+	}
+	if _, err := l.w.Write(c); err != nil {
+		l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+	}
+}
+
+// finish emits the pending rows of the cache and flushes the log.
+func (l *ilog) finish() error {
+	for i := range l.cache {
+		if e := &l.cache[i]; e.valid && e.pend {
+			l.emit(e.p, e.gi, e.site)
+		}
+	}
+	l.cache = nil
+	l.flushChunk()
+	if l.f != nil && l.err == nil {
+		if err := l.w.Flush(); err != nil {
+			l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+		}
+	}
+	return l.err
+}
+
+// scan calls fn with every logged row, in the order logged; gi indexes
+// l.gs.
+func (l *ilog) scan(fn func(t int64, gi, site uint32)) error {
+	var prev int64
+	decode := func(b []byte) error {
+		for len(b) > 0 {
+			d, n1 := binary.Uvarint(b)
+			if n1 <= 0 {
+				return fmt.Errorf("interference log: corrupt chunk")
+			}
+			gi, n2 := binary.Uvarint(b[n1:])
+			if n2 <= 0 {
+				return fmt.Errorf("interference log: corrupt chunk")
+			}
+			site, n3 := binary.Uvarint(b[n1+n2:])
+			if n3 <= 0 {
+				return fmt.Errorf("interference log: corrupt chunk")
+			}
+			b = b[n1+n2+n3:]
+			prev += int64(d>>1) ^ -int64(d&1)
+			fn(prev, uint32(gi), uint32(site))
+		}
+		return nil
+	}
+	if l.f == nil {
+		for _, c := range l.chunks {
+			if err := decode(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+	}
+	r := bufio.NewReaderSize(l.f, 1<<20)
+	buf := make([]byte, ilogChunk)
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+		}
+		n := binary.LittleEndian.Uint32(hdr[:])
+		if n > ilogChunk {
+			return fmt.Errorf("interference spill %s: corrupt chunk header", l.f.Name())
+		}
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+		}
+		if err := decode(buf[:n]); err != nil {
+			return err
+		}
+	}
+}
+
+// spilled reports whether the log went to a file.
+func (l *ilog) spilled() bool { return l.f != nil }
+
+// close removes the spill file.
+func (l *ilog) close() {
+	if l.f != nil {
+		l.f.Close()
+		os.Remove(l.f.Name())
+		l.f = nil
+	}
+	l.chunks = nil
+}

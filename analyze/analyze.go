@@ -171,10 +171,10 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	if err != nil {
 		return nil, nil, err
 	}
-	if a.stream != nil && a.stream.why() != "" {
+	if reason := a.streamFailed(); reason != "" {
 		// The trace breaks an assumption of the streaming pair pass:
 		// start over with the exact passes.
-		passes, reason := a.stats.Passes, a.stream.why()
+		passes := a.stats.Passes
 		a.store.close()
 		a.ilog.close()
 		a = start1()
@@ -252,7 +252,7 @@ type analysis struct {
 	delta  int64
 	forest *forest
 	store  *lifecycleStore
-	stream *streamPairer // pairs during pass 1; nil: exact pass 2
+	stream *streamPairer // finds the pairs during pass 1; nil: exact pass 2
 	ilog   *ilog         // pass 3's rows, logged in pass 1; nil: pass 3 reads the trace
 	rows   *rowSpill     // nil: passes 2 and 3 reopen the source
 	index  *objIndex
@@ -344,7 +344,7 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 		done <- src.Err()
 	}()
 	for c := range full {
-		if a.ctx.Err() != nil || a.stream != nil && a.stream.why() != "" {
+		if a.ctx.Err() != nil || a.streamFailed() != "" {
 			break
 		}
 		fn(c)
@@ -411,6 +411,9 @@ func (a *analysis) pass1() (Meta, error) {
 		if serr != nil {
 			return
 		}
+		if a.stream != nil {
+			a.stream.batch(c)
+		}
 		n := c.Len()
 		if c.ragged() {
 			a.stats.Malformed += int64(max(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op)) - n)
@@ -432,14 +435,10 @@ func (a *analysis) pass1() (Meta, error) {
 				}
 				if op == opUse {
 					a.stats.Uses++
-					if st := a.stream; st != nil {
-						st.use(c.Time[i], c.G[i], c.Clock[i], c.Site[i], c.Obj[i])
-					}
 					continue
 				}
 				a.stats.Lifecycle++
-				if st := a.stream; st != nil {
-					st.lifecycle(c.Time[i], c.G[i], c.Clock[i], c.Site[i], c.Obj[i], op)
+				if a.stream != nil {
 					continue
 				}
 				if err := a.store.add(lcEvent{obj: c.Obj[i], time: c.Time[i], g: c.G[i], clock: c.Clock[i], site: c.Site[i], op: op}); err != nil {
@@ -448,9 +447,7 @@ func (a *analysis) pass1() (Meta, error) {
 				}
 			case opFork:
 				a.stats.Forks++
-				if a.forest.add(c.G[i], c.Obj[i], c.Clock[i]) && a.stream != nil {
-					a.stream.inc.add(c.G[i], c.Obj[i], c.Clock[i])
-				}
+				a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
 			default:
 				a.stats.Malformed++
 			}
@@ -467,6 +464,14 @@ func (a *analysis) pass1() (Meta, error) {
 		a.stats.LogRows, a.stats.LogSpilled = a.ilog.rows, a.ilog.spilled()
 	}
 	return meta, err
+}
+
+// streamFailed returns why the streaming pair pass gave up, or "".
+func (a *analysis) streamFailed() string {
+	if a.stream == nil {
+		return ""
+	}
+	return a.stream.why()
 }
 
 // inWindow reports whether 0 ≤ t2 − t1 < delta without overflow.

@@ -156,6 +156,9 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		if a.ilog != nil {
 			a.ilog.close()
 		}
+		if a.stream != nil {
+			a.stream.release()
+		}
 	}()
 	if !opts.RowSpill && !opts.noStream {
 		a.stream = newStreamPairer(a.delta, budget)
@@ -177,6 +180,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		passes := a.stats.Passes
 		a.store.close()
 		a.ilog.close()
+		a.stream.release()
 		a = start1()
 		a.stats.Passes, a.stats.StreamFallback = passes, reason
 		if meta, err = a.pass1(); err != nil {
@@ -191,6 +195,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		a.stats.Partitions = 1
 		a.stats.Objects = st.objects()
 		a.mergePairer(st.p)
+		st.release()
 		a.stream = nil
 		// The streaming state is the bulk of the heap and garbage now:
 		// collect it before pass 3 allocates its windows, so that the

@@ -82,8 +82,10 @@ const sweepAge = int64(time.Second)
 type objTable struct {
 	slots  []objTSlot
 	mask   uint64
-	states []objState
-	cache  [1 << 12]objTSlot // direct-mapped front cache
+	states []objState // len: states in use; cap: allocated
+	// mappings of slots and states outside the heap (see offHeap)
+	slotMem, stateMem []byte
+	cache             [1 << 12]objTSlot // direct-mapped front cache
 }
 
 type objTSlot struct {
@@ -123,6 +125,12 @@ func (t *objTable) get(obj uint64) int32 {
 		}
 		h = (h + 1) & t.mask
 	}
+	if len(t.states) == cap(t.states) {
+		ns, mem := offHeap[objState](max(2*cap(t.states), 1024))
+		copy(ns, t.states)
+		freeOffHeap(t.stateMem)
+		t.states, t.stateMem = ns[:len(t.states)], mem
+	}
 	t.states = append(t.states, objState{})
 	if 2*len(t.states) > len(t.slots) {
 		t.grow()
@@ -137,8 +145,9 @@ func (t *objTable) get(obj uint64) int32 {
 }
 
 func (t *objTable) grow() {
-	old := t.slots
-	t.slots = make([]objTSlot, 2*len(old))
+	old, oldMem := t.slots, t.slotMem
+	defer freeOffHeap(oldMem)
+	t.slots, t.slotMem = offHeap[objTSlot](2 * len(old))
 	t.mask = uint64(len(t.slots) - 1)
 	for _, s := range old {
 		if s.idx == 0 {
@@ -150,6 +159,20 @@ func (t *objTable) grow() {
 		}
 		t.slots[h] = s
 	}
+}
+
+// release frees the table's memory outside the heap.
+func (t *objTable) release() {
+	freeOffHeap(t.slotMem)
+	freeOffHeap(t.stateMem)
+	t.slots, t.states, t.slotMem, t.stateMem = nil, nil, nil, nil
+}
+
+// release frees the streaming state kept outside the heap; s is unusable
+// afterwards.
+func (s *streamPairer) release() {
+	s.objs.release()
+	s.rings, s.free = nil, nil
 }
 
 // memory is the approximate size of the streaming state in bytes.

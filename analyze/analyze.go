@@ -146,7 +146,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	start1 := func() *analysis {
 		a := newAnalysis()
 		if !opts.RowSpill {
-			a.ilog = newIlog(a.delta, budget/8, opts.TempDir)
+			a.ilog = newIlog(a.delta, budget/2, opts.TempDir)
 		}
 		return a
 	}

@@ -27,7 +27,7 @@ import (
 //
 // Encoding: per row, the zig-zag varint of the time minus the previous
 // row's, the varint of a dense goroutine index and the varint of the site,
-// in chunks of up to 1 MiB. Beyond its memory budget the log moves its
+// in chunks of up to 1 MiB kept outside the heap. Beyond its memory budget the log moves its
 // chunks to a temporary file and appends there.
 type ilog struct {
 	delta   int64
@@ -37,6 +37,7 @@ type ilog struct {
 	prevT   int64
 	cur     []byte
 	chunks  [][]byte
+	mems    [][]byte // chunk mappings outside the heap (offHeap)
 	bytes   int64
 	rows    int64
 	budget  int64
@@ -66,8 +67,14 @@ func newIlog(delta, budget int64, tempDir string) *ilog {
 		delta: delta, budget: budget, tempDir: tempDir,
 		cache: make([]thinSlot, thinSlots),
 		gidx:  make(map[uint64]uint32),
-		cur:   make([]byte, 0, ilogChunk),
 	}
+}
+
+// newChunk returns an empty chunk buffer, outside the heap.
+func (l *ilog) newChunk() []byte {
+	b, mem := offHeap[byte](ilogChunk)
+	l.mems = append(l.mems, mem) // nil if on the heap; mems[i] backs chunks[i], the last one cur
+	return b[:0]
 }
 
 // batch thins and logs the init, use and dispose rows of c with a valid
@@ -124,6 +131,9 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 }
 
 func (l *ilog) emit(t int64, gi, site uint32) {
+	if l.cur == nil {
+		l.cur = l.newChunk()
+	}
 	if len(l.cur)+ilogMax > cap(l.cur) {
 		l.flushChunk()
 	}
@@ -152,7 +162,7 @@ func (l *ilog) flushChunk() {
 		return
 	}
 	l.chunks = append(l.chunks, l.cur)
-	l.cur = make([]byte, 0, ilogChunk)
+	l.cur = l.newChunk()
 }
 
 func (l *ilog) startSpill() error {
@@ -169,6 +179,10 @@ func (l *ilog) startSpill() error {
 	for _, c := range l.chunks {
 		l.writeChunk(c)
 	}
+	for _, m := range l.mems[:len(l.chunks)] {
+		freeOffHeap(m)
+	}
+	l.mems = l.mems[len(l.chunks):]
 	l.chunks = nil
 	return nil
 }
@@ -272,5 +286,9 @@ func (l *ilog) close() {
 		os.Remove(l.f.Name())
 		l.f = nil
 	}
-	l.chunks = nil
+	l.chunks, l.cur = nil, nil
+	for _, m := range l.mems {
+		freeOffHeap(m)
+	}
+	l.mems = nil
 }

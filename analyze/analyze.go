@@ -53,7 +53,8 @@ type Options struct {
 	// writes cost more than they save.
 	RowSpill bool
 
-	noStream bool // tests: skip the streaming pair pass
+	noStream bool          // tests: skip the streaming pair pass
+	sweepAge time.Duration // tests: shorter sweepAge
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -113,6 +114,8 @@ type Stats struct {
 	Malformed      int64 // rows skipped: unknown op, site 0 or ≥ 2^30, ragged columns
 	Duration       time.Duration
 	Warnings       []string
+
+	sweeps int // tests: sweeps of the streaming pair pass
 }
 
 func (s *Stats) warnf(format string, args ...any) {
@@ -162,6 +165,9 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	}()
 	if !opts.RowSpill && !opts.noStream {
 		a.stream = newStreamPairer(a.delta, budget)
+		if opts.sweepAge > 0 {
+			a.stream.sweepAge = int64(opts.sweepAge)
+		}
 	}
 	if opts.RowSpill {
 		if a.rows, err = newRowSpill(opts.TempDir); err != nil {
@@ -192,6 +198,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	}
 	if st := a.stream; st != nil {
 		a.stats.Streamed = true
+		a.stats.sweeps = st.sweeps
 		a.stats.Partitions = 1
 		a.stats.Objects = st.objects()
 		a.mergePairer(st.p)

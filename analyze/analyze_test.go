@@ -464,6 +464,12 @@ func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
 			initAt(1*ms, 1, 1, 10, 0xA),
 			useAt(4*ms, 2, 1, 20, 0xA),
 		}, nil},
+		{"dispose arriving long after a swept use", append(append([]row{
+			initAt(0, 1, 1, 10, 0xA),
+			useAt(1*ms, 2, 1, 20, 0xA)},
+			// 2 s of other rows: the sweep drops the waiting use
+			spread(0xB, 2*ms, 2100*ms, 2000)...),
+			disposeAt(50*ms, 1, 1, 30, 0xA)), []string{"use-before-init 10→20", "use-after-dispose 20→30"}},
 		{"fork after a query", []row{
 			initAt(1*ms, 1, 2, 10, 0xA),
 			useAt(2*ms, 2, 1, 20, 0xA),
@@ -478,6 +484,16 @@ func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
 			t.Errorf("%s: pairs %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// spread returns n uses of obj by goroutine 3, evenly from t0 to t1, in
+// batches of... (one batch per analyzeRows' batch size).
+func spread(obj uint64, t0, t1 int64, n int) []row {
+	var rows []row
+	for i := range n {
+		rows = append(rows, useAt(t0+(t1-t0)*int64(i)/int64(n), 3, 1, 40, obj))
+	}
+	return rows
 }
 
 // TestStreamingMatchesExactOnSynthetic compares the streaming pair pass
@@ -512,6 +528,17 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed = 0, 0, 0, 0, false
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("stats differ:\nstreamed %+v\nexact    %+v", a, b)
+	}
+	// Sweeping waiting uses 1 ms behind the latest row must not change
+	// anything either (the trace is sorted: no dispose arrives late).
+	opts.sweepAge = time.Millisecond
+	swept, wst, err := Run(context.Background(), src.Opener(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept.Provenance.Created = ""
+	if !wst.Streamed || wst.sweeps < 3 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
+		t.Fatalf("with sweeps: streamed %v (%q), %d sweeps, same plan %v, stats %+v", wst.Streamed, wst.StreamFallback, wst.sweeps, reflect.DeepEqual(swept, exact), wst)
 	}
 	if sst.Candidates < 100 || sst.PrunedWindow == 0 || sst.PrunedFork == 0 || sst.PrunedSameG == 0 {
 		t.Fatalf("synthetic trace too tame to compare: %+v", sst)

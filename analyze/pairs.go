@@ -20,7 +20,7 @@ type pairer struct {
 	fv     forestView
 	inc    *incForest // set when streaming in pass 1: fork order from the edges so far
 	pairs  map[pairKey]*pairAgg
-	pcache [1 << 10]pairSlot // direct-mapped cache in front of pairs
+	pcache [1 << 13]pairSlot // direct-mapped cache in front of pairs
 
 	instances, prunedWindow, prunedSameG, prunedFork int64
 }
@@ -116,7 +116,7 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 	}
 	p.instances++
 	gap := t2 - t1
-	ph := (uint64(k.first)*0x9E3779B97F4A7C15 ^ uint64(k.second)*0xC2B2AE3D27D4EB4F ^ uint64(k.kind)) >> 54
+	ph := (uint64(k.first)*0x9E3779B97F4A7C15 ^ uint64(k.second)*0xC2B2AE3D27D4EB4F ^ uint64(k.kind)) >> 51
 	ps := &p.pcache[ph]
 	agg := ps.p
 	if agg == nil || ps.k != k {

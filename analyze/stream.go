@@ -33,9 +33,12 @@ type streamPairer struct {
 	failed    string // why streaming gave up; "" while exact
 	budget    int64  // bytes of per-object state allowed
 	ringBytes int64  // bytes of ring buffers
-	maxT      int64  // latest row time seen
+	maxT      int64  // latest row time seen, up to the current batch
 	lastSweep int64  // maxT at the last sweep
 	sinceSwp  int    // rows since the last sweep
+	started   bool   // lastSweep set
+	sweepAge  int64  // sweepAge, or shorter in tests
+	sweeps    int    // sweeps done
 }
 
 // objState is the streaming state of one object.
@@ -95,10 +98,12 @@ type objTSlot struct {
 
 func newStreamPairer(delta int64, budget int64) *streamPairer {
 	s := &streamPairer{
-		p:      &pairer{delta: delta, pairs: make(map[pairKey]*pairAgg)},
-		delta:  delta,
-		rings:  make([]pendRing, 1, 1024),
-		budget: budget,
+		p:        &pairer{delta: delta, pairs: make(map[pairKey]*pairAgg)},
+		delta:    delta,
+		rings:    make([]pendRing, 1, 1024),
+		maxT:     math.MinInt64,
+		sweepAge: sweepAge,
+		budget:   budget,
 	}
 	s.p.inc = &s.inc
 	s.inc.nodes = make(map[uint64]incNode)
@@ -200,6 +205,12 @@ func (s *streamPairer) fail(format string, args ...any) {
 func (s *streamPairer) batch(c *Columns) {
 	n := c.Len()
 	tm, gs, cl, sites, objs := c.Time[:n], c.G[:n], c.Clock[:n], c.Site[:n], c.Obj[:n]
+	defer s.tick(n)
+	maxT := s.maxT
+	for _, t := range tm {
+		maxT = max(maxT, t)
+	}
+	s.maxT = maxT
 	for i, op := range c.Op[:n] {
 		switch op {
 		case opUse, opInit, opDispose:
@@ -224,7 +235,6 @@ func (s *streamPairer) batch(c *Columns) {
 
 // use examines a use of obj at site in goroutine g.
 func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
-	s.tick(t)
 	oi := s.objs.get(obj)
 	o := &s.objs.states[oi]
 	if o.lcOp != 0 && t < o.lcT {
@@ -253,20 +263,21 @@ func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
 	}
 }
 
-// tick is called for every row: it tracks the latest time and sweeps
-// waiting uses older than sweepAge + δ now and then (when time has
-// advanced by half of that and at least as many rows as there are rings
-// were seen, so sweeping costs O(1) a row).
-func (s *streamPairer) tick(t int64) {
-	if t > s.maxT {
-		s.maxT = t
+// tick is called after every batch of n rows: it sweeps waiting uses
+// older than sweepAge + δ behind the latest row now and then (when time
+// has advanced by half of that and at least as many rows as there are
+// rings were seen, so sweeping costs O(1) a row).
+func (s *streamPairer) tick(n int) {
+	s.sinceSwp += n
+	if !s.started {
+		s.lastSweep, s.started = s.maxT, true
 	}
-	s.sinceSwp++
-	age := sweepAge + s.delta
+	age := s.sweepAge + s.delta
 	if s.maxT-s.lastSweep < age/2 || s.sinceSwp < len(s.rings) || s.maxT < math.MinInt64+age {
 		return
 	}
 	s.lastSweep, s.sinceSwp = s.maxT, 0
+	s.sweeps++
 	cut := s.maxT - age
 	for i := 1; i < len(s.rings); i++ {
 		r := &s.rings[i]
@@ -342,7 +353,6 @@ func (s *streamPairer) wait(o *objState, oi int32, u pendUse) {
 
 // lifecycle examines an init or dispose of obj.
 func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint64, op uint8) {
-	s.tick(t)
 	o := &s.objs.states[s.objs.get(obj)]
 	if o.hasUse && t <= o.maxUseT {
 		s.fail("a lifecycle row of object %#x at %d arrived after its use at %d", obj, t, o.maxUseT)
@@ -354,7 +364,7 @@ func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint
 	}
 	if op == opDispose {
 		if o.swept && inWindow(o.sweptT, t, s.delta) {
-			s.fail("a dispose of object %#x at %d arrived more than %v after a use at %d", obj, t, time.Duration(sweepAge), o.sweptT)
+			s.fail("a dispose of object %#x at %d arrived more than %v after a use at %d", obj, t, time.Duration(s.sweepAge), o.sweptT)
 			return
 		}
 		o.swept = false
@@ -397,7 +407,7 @@ type incForest struct {
 	nodes map[uint64]incNode
 	edges int
 	bad   string
-	cache [1 << 12]limitSlot
+	cache [1 << 14]limitSlot
 }
 
 type incNode struct {
@@ -424,7 +434,7 @@ func (f *incForest) add(parent, child uint64, clock uint32) {
 
 // limit is forestView.limit over the edges seen so far.
 func (f *incForest) limit(anc, desc uint64) int64 {
-	h := (anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F) >> 52
+	h := (anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F) >> 50
 	sl := &f.cache[h]
 	if sl.ok && sl.anc == anc && sl.desc == desc {
 		return sl.lim

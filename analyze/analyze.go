@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/memorder/wafl/plans"
@@ -53,8 +54,9 @@ type Options struct {
 	// writes cost more than they save.
 	RowSpill bool
 
-	noStream bool          // tests: skip the streaming pair pass
-	sweepAge time.Duration // tests: shorter sweepAge
+	noStream       bool          // tests: skip the streaming pair pass
+	reorderHorizon time.Duration // tests: reorder horizon, < 0: none
+	sweepAge       time.Duration // tests: shorter sweepAge
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -165,6 +167,10 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	}()
 	if !opts.RowSpill && !opts.noStream {
 		a.stream = newStreamPairer(a.delta, budget)
+		a.reorderHorizon = reorderHorizon
+		if opts.reorderHorizon != 0 {
+			a.reorderHorizon = int64(opts.reorderHorizon) // < 0: off
+		}
 		if opts.sweepAge > 0 {
 			a.stream.sweepAge = int64(opts.sweepAge)
 		}
@@ -265,12 +271,16 @@ type analysis struct {
 	forest *forest
 	store  *lifecycleStore
 	stream *streamPairer // finds the pairs during pass 1; nil: exact pass 2
-	ilog   *ilog         // pass 3's rows, logged in pass 1; nil: pass 3 reads the trace
-	rows   *rowSpill     // nil: passes 2 and 3 reopen the source
-	index  *objIndex
-	mask   uint64               // partitions handled by the current pair pass
-	pairs  map[pairKey]*pairAgg // the pairer's, after pass 2
-	stats  *Stats
+	// reorderHorizon > 0 puts pass 1's rows back in time order for the
+	// streaming pair pass (see reorder).
+	reorderHorizon int64
+	raggedRows     atomic.Int64 // ragged tails dropped by the reorder
+	ilog           *ilog        // pass 3's rows, logged in pass 1; nil: pass 3 reads the trace
+	rows           *rowSpill    // nil: passes 2 and 3 reopen the source
+	index          *objIndex
+	mask           uint64               // partitions handled by the current pair pass
+	pairs          map[pairKey]*pairAgg // the pairer's, after pass 2
+	stats          *Stats
 }
 
 type pairSlot struct {
@@ -337,8 +347,16 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
+	var ro *reorder
+	if a.stream != nil && a.reorderHorizon > 0 {
+		ro = newReorder(a.reorderHorizon)
+	}
 	go func() {
 		defer close(full)
+		if ro != nil {
+			done <- a.produceReordered(src, ro, pre, full, free, stop)
+			return
+		}
 		for src.Next() {
 			var c *Columns
 			select {
@@ -382,6 +400,68 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 		}
 	}
 	return meta, nil
+}
+
+// produceReordered is scan's decoding loop when the rows are put back in
+// time order for the streaming pair pass (see reorder).
+func (a *analysis) produceReordered(src Source, ro *reorder, pre func(*Columns), full, free chan *Columns, stop chan struct{}) error {
+	const rows = 64 << 10
+	var out *Columns
+	// pump releases rows into output batches; false: stopped.
+	pump := func(final bool) bool {
+		for {
+			if out == nil {
+				select {
+				case out = <-free:
+				case <-stop:
+					return false
+				}
+				if cap(out.Time) < rows {
+					*out = Columns{
+						Time: make([]int64, 0, rows), G: make([]uint64, 0, rows), Clock: make([]uint32, 0, rows),
+						Site: make([]uint32, 0, rows), Obj: make([]uint64, 0, rows), Op: make([]uint8, 0, rows),
+					}
+				}
+				out.Time, out.G, out.Clock, out.Site, out.Obj, out.Op = out.Time[:0], out.G[:0], out.Clock[:0], out.Site[:0], out.Obj[:0], out.Op[:0]
+			}
+			more := ro.drain(out, final)
+			if len(out.Time) == cap(out.Time) || !more && final && len(out.Time) > 0 {
+				if pre != nil {
+					pre(out)
+				}
+				full <- out
+				out = nil
+				if more {
+					continue
+				}
+			}
+			if !more {
+				return true
+			}
+		}
+	}
+	for src.Next() {
+		b := src.Batch()
+		if b.ragged() {
+			// keep the row count right for Stats.Malformed: the
+			// ragged tail is dropped here, counted below
+			a.raggedRows.Add(int64(max(len(b.Time), len(b.G), len(b.Clock), len(b.Site), len(b.Obj), len(b.Op)) - b.Len()))
+		}
+		ro.add(b)
+		if !pump(false) {
+			return nil
+		}
+	}
+	if !pump(true) {
+		return nil
+	}
+	if out != nil && len(out.Time) > 0 {
+		if pre != nil {
+			pre(out)
+		}
+		full <- out
+	}
+	return src.Err()
 }
 
 // copyColumns copies src into dst, reusing dst's arrays.
@@ -465,6 +545,7 @@ func (a *analysis) pass1() (Meta, error) {
 			}
 		}
 	})
+	a.stats.Malformed += a.raggedRows.Load()
 	if err == nil {
 		err = serr
 	}

@@ -445,43 +445,53 @@ func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
 		name string
 		rows []row
 		want []string
+		late bool // beyond the reorder horizon too
 	}{
 		{"init after a later use", []row{
 			useAt(2*ms, 2, 1, 20, 0xA),
 			initAt(1*ms, 1, 1, 10, 0xA),
-		}, []string{"use-before-init 10→20"}},
+		}, []string{"use-before-init 10→20"}, false},
 		{"dispose after a later use", []row{
 			useAt(2*ms, 2, 1, 20, 0xA),
 			useAt(5*ms, 2, 1, 21, 0xA),
 			disposeAt(3*ms, 1, 1, 30, 0xA),
-		}, []string{"use-after-dispose 20→30"}},
+		}, []string{"use-after-dispose 20→30"}, false},
 		{"use after a later lifecycle row", []row{
 			disposeAt(3*ms, 1, 1, 30, 0xA),
 			useAt(2*ms, 2, 1, 20, 0xA),
-		}, []string{"use-after-dispose 20→30"}},
+		}, []string{"use-after-dispose 20→30"}, false},
 		{"lifecycle rows out of order", []row{
 			disposeAt(3*ms, 1, 1, 30, 0xA),
 			initAt(1*ms, 1, 1, 10, 0xA),
 			useAt(4*ms, 2, 1, 20, 0xA),
-		}, nil},
+		}, nil, false},
 		{"dispose arriving long after a swept use", append(append([]row{
 			initAt(0, 1, 1, 10, 0xA),
 			useAt(1*ms, 2, 1, 20, 0xA)},
 			// 2 s of other rows: the sweep drops the waiting use
 			spread(0xB, 2*ms, 2100*ms, 2000)...),
-			disposeAt(50*ms, 1, 1, 30, 0xA)), []string{"use-before-init 10→20", "use-after-dispose 20→30"}},
+			disposeAt(50*ms, 1, 1, 30, 0xA)), []string{"use-before-init 10→20", "use-after-dispose 20→30"}, true},
 		{"fork after a query", []row{
 			initAt(1*ms, 1, 2, 10, 0xA),
 			useAt(2*ms, 2, 1, 20, 0xA),
 			forkAt(1*ms, 1, 2, 2), // init (counter 2) ≤ fork counter: ordered
-		}, nil},
+		}, nil, false},
 	} {
-		p, st := analyzeRows(t, tc.rows, Options{})
+		// Without reordering, each falls back.
+		p, st := analyzeRows(t, tc.rows, Options{reorderHorizon: -1})
 		if st.Streamed || st.StreamFallback == "" || st.Passes < 2 {
 			t.Errorf("%s: streamed %v, fallback %q, %d passes; want a fallback after 1 pass", tc.name, st.Streamed, st.StreamFallback, st.Passes)
 		}
 		if got := pairsOf(p); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: pairs %q, want %q", tc.name, got, tc.want)
+		}
+		// The reordering puts rows back in order within its horizon.
+		p, st = analyzeRows(t, tc.rows, Options{})
+		if !tc.late && !st.Streamed {
+			t.Errorf("%s, reordered: fell back (%q)", tc.name, st.StreamFallback)
+		}
+		if got := pairsOf(p); !slices.Equal(got, tc.want) {
+			t.Errorf("%s, reordered: pairs %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

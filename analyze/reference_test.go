@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -171,6 +172,84 @@ func TestBugDenseSortedTraceMatchesReference(t *testing.T) {
 			t.Fatalf("seed %d: streamed %v (%q), %d of %d rows logged; want streaming and thinning", seed, st.Streamed, st.StreamFallback, st.LogRows, len(rows))
 		}
 		checkReference(t, fmt.Sprintf("dense seed %d", seed), p, rows)
+	}
+}
+
+// shardOrder returns rows in the order the recorder would write them:
+// sorted by time, split into shards by goroutine, each shard cut into
+// buffers of up to 40 rows or 20 ms, buffers written in the order they are
+// sealed (when full, or 20 ms after their first row).
+func shardOrder(rows []row) []row {
+	sorted := slices.Clone(rows)
+	slices.SortStableFunc(sorted, func(a, b row) int { return cmp.Compare(a.t, b.t) })
+	type buf struct {
+		rows []row
+		seal int64
+	}
+	var bufs []buf
+	open := map[uint64]*buf{}
+	for _, r := range sorted {
+		sh := r.g % 4
+		b := open[sh]
+		if b != nil && r.t > b.rows[0].t+20*ms {
+			b.seal = b.rows[0].t + 20*ms
+			bufs = append(bufs, *b)
+			b = nil
+		}
+		if b == nil {
+			b = &buf{}
+			open[sh] = b
+		}
+		b.rows = append(b.rows, r)
+		if len(b.rows) == 40 {
+			b.seal = r.t
+			bufs = append(bufs, *b)
+			delete(open, sh)
+		}
+	}
+	for _, b := range open {
+		b.seal = b.rows[0].t + 20*ms
+		bufs = append(bufs, *b)
+	}
+	slices.SortStableFunc(bufs, func(a, b buf) int { return cmp.Compare(a.seal, b.seal) })
+	var out []row
+	for _, b := range bufs {
+		out = append(out, b.rows...)
+	}
+	return out
+}
+
+// TestBugShardOrderedTracesStreamAndMatchReference: traces in the
+// recorder's order are streamed (reordered within the horizon) and give
+// the reference result.
+func TestBugShardOrderedTracesStreamAndMatchReference(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		rows := shardOrder(randomTrace(seed, 2000, 40))
+		// forks first, as the recorder writes them before the child runs
+		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(b.op/opFork, a.op/opFork) })
+		inOrder := true
+		for i := 1; i < len(rows); i++ {
+			if rows[i].t < rows[i-1].t {
+				inOrder = false
+			}
+		}
+		if inOrder {
+			t.Fatal("shard order is sorted; the test is vacuous")
+		}
+		p, st := analyzeRows(t, rows, Options{})
+		if !st.Streamed {
+			t.Fatalf("seed %d: not streamed: %s", seed, st.StreamFallback)
+		}
+		checkReference(t, fmt.Sprintf("shard-ordered seed %d", seed), p, rows)
+		// Without the reordering it falls back, with the same result.
+		p2, st2 := analyzeRows(t, rows, Options{reorderHorizon: -1})
+		if st2.Streamed {
+			t.Fatalf("seed %d: streamed without reordering; the test is vacuous", seed)
+		}
+		p.Provenance.Created, p2.Provenance.Created = "", ""
+		if !reflect.DeepEqual(p, p2) {
+			t.Fatalf("seed %d: plans differ with and without reordering", seed)
+		}
 	}
 }
 

@@ -421,7 +421,15 @@ type incNode struct {
 // parent (forest.add keeps the same edges).
 func (f *incForest) add(parent, child uint64, clock uint32) {
 	n := f.nodes[child]
-	if n.hasParent || parent == child {
+	if parent == child {
+		return
+	}
+	if n.hasParent {
+		// Which edge is first may depend on the reordering: leave the
+		// choice to the exact passes, which see the trace's order.
+		if f.bad == "" {
+			f.bad = fmt.Sprintf("goroutine %d is forked twice", child)
+		}
 		return
 	}
 	if n.walked && f.bad == "" {

@@ -36,9 +36,12 @@ type Options struct {
 	// TempDir is where lifecycle events spill when they exceed
 	// MemoryBudget (default os.TempDir()).
 	TempDir string
-	// MemoryBudget bounds the memory of the lifecycle table (default
-	// 256 MiB). Beyond it the table is partitioned by object hash into
-	// spill files, and the pair pass runs once per group of partitions.
+	// MemoryBudget bounds the memory of the streaming pair state (beyond
+	// it, the exact passes run), of the lifecycle table of the exact
+	// passes (beyond it, the table is partitioned by object hash into
+	// spill files and the pair pass runs once per group of partitions),
+	// and, halved, of the interference log (beyond it, a temporary file).
+	// Default 256 MiB.
 	MemoryBudget int64
 	// Tool is the wafl version written into the plan's provenance.
 	Tool string
@@ -47,11 +50,12 @@ type Options struct {
 	Trace string
 	// BinaryHash is written into the plan's provenance ("sha256:<hex>").
 	BinaryHash string
-	// RowSpill makes pass 1 write a compact copy of the trace's rows to
-	// TempDir (32 bytes a row, about the trace's size) that passes 2 and 3
-	// read instead of decoding the trace twice more. It pays off when
-	// TempDir is fast (tmpfs) and decoding is slow; on a plain disk the
-	// writes cost more than they save.
+	// RowSpill selects the exact passes and makes pass 1 write a compact
+	// copy of the trace's rows to TempDir (32 bytes a row, about the
+	// trace's size) that passes 2 and 3 read instead of decoding the trace
+	// again. It pays off only when the streaming pass falls back, TempDir
+	// is fast (tmpfs) and decoding is slow; on a plain disk the writes
+	// cost more than they save.
 	RowSpill bool
 
 	noStream       bool          // tests: skip the streaming pair pass

@@ -7,8 +7,12 @@
 // stream; Run analyzes any Source of column batches. All return a
 // validated *plans.Plan and Stats (events, objects, candidates, pair
 // instances dropped by the near-miss window, by goroutine and by forks,
-// warnings). The analysis reads the trace three times — forks and
-// lifecycle rows, pairs, interference — keeping only init/dispose rows
-// (spilled to object-hash partitions beyond Options.MemoryBudget) and
-// per-pair aggregates in memory. docs/algorithm.md gives the exact rules.
+// warnings). The analysis normally decodes the trace once: pass 1 pairs
+// each use with its object's lifecycle rows as the rows arrive (merged
+// back into time order) and keeps a thinned log of what the interference
+// pass needs. When the trace's order defeats that, it falls back to the
+// exact passes — forks and lifecycle rows, pairs, interference — keeping
+// init/dispose rows (spilled to object-hash partitions beyond
+// Options.MemoryBudget) and per-pair aggregates in memory. Both give the
+// same plan; docs/algorithm.md gives the exact rules.
 package analyze

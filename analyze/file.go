@@ -13,7 +13,8 @@ import (
 )
 
 // File analyzes the Arrow IPC trace at path (record/trace) and returns the
-// plan of its test. It reads the file three times, streaming; see Run.
+// plan of its test. It reads the file once, or twice when the rows are
+// too far out of time order, streaming; see Run.
 // Errors name the file. When opts.BinaryHash is empty and the trace's
 // binary exists, its SHA-256 goes into the plan's provenance.
 func File(ctx context.Context, path string, opts Options) (*plans.Plan, *Stats, error) {

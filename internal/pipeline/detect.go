@@ -118,6 +118,7 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 	if plan.Empty() {
 		return 0, "no delay candidates"
 	}
+	o.applyDetect(&plan.Params)
 	sum.add(func(s *Summary) { s.WithCandidates++ })
 	tab, err := tabs.get(j.pkg.Sites)
 	if err != nil {

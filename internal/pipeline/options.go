@@ -41,9 +41,12 @@ type Options struct {
 	Seed    uint64
 	SeedSet bool
 	Decay   float64
-	Ablate  []string // parts of the algorithm turned off: interference, hb, decay
-	JSON    bool     // print the report JSON to stdout
-	SARIF   string   // write SARIF to this file
+	// CapGoroutine and CapRun cap the total delay per goroutine and per
+	// run; zero keeps the plan's.
+	CapGoroutine, CapRun time.Duration
+	Ablate               []string // parts of the algorithm turned off: interference, hb, decay
+	JSON                 bool     // print the report JSON to stdout
+	SARIF                string   // write SARIF to this file
 
 	Stdout, Stderr io.Writer
 }
@@ -74,6 +77,20 @@ func (o *Options) params() plans.Params {
 		p.Decay = o.Decay
 	}
 	return p
+}
+
+// applyDetect overrides a plan's detection parameters with the options
+// that were set.
+func (o *Options) applyDetect(p *plans.Params) {
+	if o.Decay > 0 {
+		p.Decay = o.Decay
+	}
+	if o.CapGoroutine > 0 {
+		p.MaxDelayPerGoroutineNs = int64(o.CapGoroutine)
+	}
+	if o.CapRun > 0 {
+		p.MaxDelayPerRunNs = int64(o.CapRun)
+	}
 }
 
 // setup fills defaults and resolves the module root and work directory.

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memorder/wafl/plans"
 )
 
 func TestForEachRunsEveryJobOnce(t *testing.T) {
@@ -169,5 +171,19 @@ func TestProgressPlainLines(t *testing.T) {
 	want := "prepare [1/2] a: ok\nprepare [2/2] b: bug\n"
 	if buf.String() != want {
 		t.Errorf("progress wrote %q, want %q", buf.String(), want)
+	}
+}
+
+func TestApplyDetectOverridesOnlyWhatWasSet(t *testing.T) {
+	p := plans.DefaultParams()
+	want := p
+	(&Options{}).applyDetect(&p)
+	if p != want {
+		t.Errorf("empty options changed params: %+v", p)
+	}
+	(&Options{Decay: 0.5, CapRun: 2 * time.Second}).applyDetect(&p)
+	want.Decay, want.MaxDelayPerRunNs = 0.5, int64(2*time.Second)
+	if p != want {
+		t.Errorf("params = %+v, want %+v", p, want)
 	}
 }

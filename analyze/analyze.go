@@ -60,6 +60,7 @@ type Options struct {
 
 	noStream       bool          // tests: skip the streaming pair pass
 	reorderHorizon time.Duration // tests: reorder horizon, < 0: none
+	reorderMax     int           // tests: rows the reorder may hold
 	sweepAge       time.Duration // tests: shorter sweepAge
 }
 
@@ -172,6 +173,10 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	if !opts.RowSpill && !opts.noStream {
 		a.stream = newStreamPairer(a.delta, budget)
 		a.reorderHorizon = reorderHorizon
+		a.reorderMax = int(budget / 4 / 40) // a quarter of the budget at 40 B a row
+		if opts.reorderMax > 0 {
+			a.reorderMax = opts.reorderMax
+		}
 		if opts.reorderHorizon != 0 {
 			a.reorderHorizon = int64(opts.reorderHorizon) // < 0: off
 		}
@@ -278,6 +283,7 @@ type analysis struct {
 	// reorderHorizon > 0 puts pass 1's rows back in time order for the
 	// streaming pair pass (see reorder).
 	reorderHorizon int64
+	reorderMax     int          // rows the reorder may hold
 	raggedRows     atomic.Int64 // ragged tails dropped by the reorder
 	ilog           *ilog        // pass 3's rows, logged in pass 1; nil: pass 3 reads the trace
 	rows           *rowSpill    // nil: passes 2 and 3 reopen the source
@@ -353,7 +359,7 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 	done := make(chan error, 1)
 	var ro *reorder
 	if a.stream != nil && a.reorderHorizon > 0 {
-		ro = newReorder(a.reorderHorizon)
+		ro = newReorder(a.reorderHorizon, a.reorderMax)
 	}
 	go func() {
 		defer close(full)

@@ -554,3 +554,43 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 		t.Fatalf("synthetic trace too tame to compare: %+v", sst)
 	}
 }
+
+// TestReorderHoldsBoundedRows: rows that all share one time are never
+// horizon-old; the reordering releases them anyway beyond its row bound,
+// with the same result as without reordering.
+func TestReorderHoldsBoundedRows(t *testing.T) {
+	var rows []row
+	rows = append(rows, initAt(5*ms, 1, 1, 10, 0xA))
+	for i := range 500 {
+		rows = append(rows, useAt(5*ms, 2, 1, 20, uint64(0x100+i)))
+	}
+	rows = append(rows, useAt(5*ms, 2, 1, 21, 0xA), disposeAt(6*ms, 3, 1, 30, 0xA))
+	p, st := analyzeRows(t, rows, Options{reorderMax: 16})
+	p2, _ := analyzeRows(t, rows, Options{noStream: true})
+	p.Provenance.Created, p2.Provenance.Created = "", ""
+	if !st.Streamed || !reflect.DeepEqual(p, p2) || st.Events != int64(len(rows)) {
+		t.Fatalf("streamed %v (%q), events %d, plans equal %v", st.Streamed, st.StreamFallback, st.Events, reflect.DeepEqual(p, p2))
+	}
+	wantPairs(t, p, "use-before-init 10→21", "use-after-dispose 21→30")
+}
+
+func TestReorderReleasesBeyondItsBound(t *testing.T) {
+	r := newReorder(100*ms, 100)
+	out := &Columns{Time: make([]int64, 0, 1000), G: make([]uint64, 0, 1000), Clock: make([]uint32, 0, 1000),
+		Site: make([]uint32, 0, 1000), Obj: make([]uint64, 0, 1000), Op: make([]uint8, 0, 1000)}
+	for b := range 5 {
+		c := source(spread(0xA, 0, ms, 60), 60).Batches[0] // 60 rows within 1 ms
+		r.add(&c)
+		r.drain(out, false)
+		if r.held > 100 {
+			t.Fatalf("batch %d: %d rows held, bound 100", b, r.held)
+		}
+	}
+	if r.held == 0 || len(out.Time) == 0 {
+		t.Fatalf("held %d, released %d: want both", r.held, len(out.Time))
+	}
+	r.drain(out, true)
+	if r.held != 0 || len(out.Time) != 300 {
+		t.Fatalf("after the final drain: held %d, released %d of 300", r.held, len(out.Time))
+	}
+}

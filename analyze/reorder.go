@@ -18,10 +18,13 @@ const reorderHorizon = int64(100 * time.Millisecond)
 // non-decreasing time and merges them, releasing a row once the latest
 // time seen is horizon past it. A row later than that is released as
 // soon as possible, out of order; the streaming pair pass then notices
-// if it matters. A sorted input is one run and passes through with one
-// copy.
+// if it matters. So that memory stays bounded whatever the times (say,
+// millions of rows with one timestamp), more than maxHeld rows held are
+// released down to half of that regardless of the horizon.
 type reorder struct {
 	horizon int64
+	held    int // rows not yet released
+	maxHeld int // beyond it the earliest rows are released anyway
 	maxT    int64
 	runs    runHeap // runs with rows left, by head time
 	last    *orun   // the run the next row may extend
@@ -56,8 +59,8 @@ func (h *runHeap) Pop() any {
 	return x
 }
 
-func newReorder(horizon int64) *reorder {
-	return &reorder{horizon: horizon, maxT: math.MinInt64}
+func newReorder(horizon int64, maxHeld int) *reorder {
+	return &reorder{horizon: horizon, maxHeld: max(maxHeld, 1), maxT: math.MinInt64}
 }
 
 // add takes the rows of c (copied).
@@ -79,6 +82,7 @@ func (r *reorder) add(c *Columns) {
 		for k := i; k < j; k++ {
 			run.rows = append(run.rows, orow{tm[k], g[k], obj[k], clk[k], site[k], op[k]})
 		}
+		r.held += j - i
 		run.lastT = tm[j-1]
 		r.maxT = max(r.maxT, tm[j-1])
 		if wasEmpty {
@@ -102,13 +106,16 @@ func (r *reorder) newRun() *orun {
 // reports whether rows may remain to be released now.
 func (r *reorder) drain(out *Columns, final bool) bool {
 	limit := int64(math.MaxInt64)
-	if !final {
+	if !final && r.held <= r.maxHeld {
 		if r.maxT < math.MinInt64+r.horizon {
 			return false
 		}
 		limit = r.maxT - r.horizon
 	}
 	for len(r.runs) > 0 {
+		if limit == math.MaxInt64 && !final && r.held <= r.maxHeld/2 {
+			return r.drain(out, false)
+		}
 		run := r.runs[0]
 		// Release from the earliest run up to the next run's head.
 		bound := limit
@@ -141,6 +148,7 @@ func (r *reorder) drain(out *Columns, final bool) bool {
 			out.Site = append(out.Site, w.site)
 			out.Op = append(out.Op, w.op)
 		}
+		r.held -= k - run.pos
 		run.pos = k
 		if run.pos == len(run.rows) {
 			heap.Pop(&r.runs)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 )
 
@@ -34,17 +33,31 @@ type ilog struct {
 	cache   []thinSlot
 	gidx    map[uint64]uint32
 	gs      []uint64 // dense index → goroutine
-	prevT   int64
-	cur     []byte
-	chunks  [][]byte
-	mems    [][]byte // chunk mappings outside the heap (offHeap)
-	bytes   int64
+	per     []glog   // per dense goroutine index
+	free    [][]byte // chunks to reuse
+	slabs   [][]byte // off-heap slabs the chunks come from
+	bytes   int64    // bytes in retired chunks
 	rows    int64
 	budget  int64
 	tempDir string
 	f       *os.File
 	w       *bufio.Writer
+	off     int64 // bytes written to f
 	err     error
+}
+
+// glog is the log of one goroutine.
+type glog struct {
+	prevT  int64
+	cur    []byte
+	chunks [][]byte    // retired, in memory
+	spill  []spillSpan // retired, in the file
+	rows   int64
+}
+
+type spillSpan struct {
+	off int64
+	n   int32
 }
 
 type thinSlot struct {
@@ -57,8 +70,9 @@ type thinSlot struct {
 }
 
 const (
-	ilogChunk = 1 << 20
-	ilogMax   = 3 * binary.MaxVarintLen64 // bytes of one encoded row, at most
+	ilogChunk = 16 << 10
+	ilogSlab  = 1 << 20
+	ilogMax   = 2 * binary.MaxVarintLen64 // bytes of one encoded row, at most
 	thinSlots = 1 << 16
 )
 
@@ -72,9 +86,17 @@ func newIlog(delta, budget int64, tempDir string) *ilog {
 
 // newChunk returns an empty chunk buffer, outside the heap.
 func (l *ilog) newChunk() []byte {
-	b, mem := offHeap[byte](ilogChunk)
-	l.mems = append(l.mems, mem) // nil if on the heap; mems[i] backs chunks[i], the last one cur
-	return b[:0]
+	if k := len(l.free); k > 0 {
+		b := l.free[k-1]
+		l.free = l.free[:k-1]
+		return b[:0]
+	}
+	slab, mem := offHeap[byte](ilogSlab)
+	l.slabs = append(l.slabs, mem) // nil when on the heap
+	for i := ilogChunk; i < ilogSlab; i += ilogChunk {
+		l.free = append(l.free, slab[i:i:i+ilogChunk])
+	}
+	return slab[0:0:ilogChunk]
 }
 
 // batch thins and logs the init, use and dispose rows of c with a valid
@@ -106,6 +128,7 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 			gi = uint32(len(l.gs))
 			l.gidx[g] = gi
 			l.gs = append(l.gs, g)
+			l.per = append(l.per, glog{})
 		}
 		*e = thinSlot{g: g, site: site, gi: gi, k: t, p: t, valid: true}
 		l.emit(t, gi, site)
@@ -131,75 +154,70 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 }
 
 func (l *ilog) emit(t int64, gi, site uint32) {
-	if l.cur == nil {
-		l.cur = l.newChunk()
+	g := &l.per[gi]
+	if len(g.cur)+ilogMax > cap(g.cur) {
+		l.retire(g)
+		g.cur = l.newChunk()
 	}
-	if len(l.cur)+ilogMax > cap(l.cur) {
-		l.flushChunk()
-	}
-	d := t - l.prevT
-	l.prevT = t
-	b := binary.AppendUvarint(l.cur, uint64(d<<1)^uint64(d>>63))
-	b = binary.AppendUvarint(b, uint64(gi))
-	l.cur = binary.AppendUvarint(b, uint64(site))
+	d := t - g.prevT
+	g.prevT = t
+	b := binary.AppendUvarint(g.cur, uint64(d<<1)^uint64(d>>63))
+	g.cur = binary.AppendUvarint(b, uint64(site))
+	g.rows++
 	l.rows++
 }
 
-// flushChunk retires the current chunk, to memory or to the spill file.
-func (l *ilog) flushChunk() {
-	if len(l.cur) == 0 {
+// retire moves g's current chunk to memory or to the spill file.
+func (l *ilog) retire(g *glog) {
+	if len(g.cur) == 0 {
 		return
 	}
-	l.bytes += int64(len(l.cur))
+	l.bytes += int64(len(g.cur))
 	if l.f == nil && l.bytes > l.budget && l.err == nil {
-		if err := l.startSpill(); err != nil {
-			l.err = err
-		}
+		l.startSpill()
 	}
 	if l.f != nil {
-		l.writeChunk(l.cur)
-		l.cur = l.cur[:0]
+		g.spill = append(g.spill, l.write(g.cur))
+		l.free = append(l.free, g.cur[:0])
+		g.cur = nil
 		return
 	}
-	l.chunks = append(l.chunks, l.cur)
-	l.cur = l.newChunk()
+	g.chunks = append(g.chunks, g.cur)
+	g.cur = nil
 }
 
-func (l *ilog) startSpill() error {
+func (l *ilog) startSpill() {
 	if l.tempDir != "" {
 		if err := os.MkdirAll(l.tempDir, 0o755); err != nil {
-			return fmt.Errorf("interference spill: %w", err)
+			l.err = fmt.Errorf("interference spill: %w", err)
+			return
 		}
 	}
 	f, err := os.CreateTemp(l.tempDir, "wafl-analyze-interference-")
 	if err != nil {
-		return fmt.Errorf("interference spill: %w", err)
+		l.err = fmt.Errorf("interference spill: %w", err)
+		return
 	}
 	l.f, l.w = f, bufio.NewWriterSize(f, 1<<20)
-	for _, c := range l.chunks {
-		l.writeChunk(c)
+	for i := range l.per {
+		g := &l.per[i]
+		for _, c := range g.chunks {
+			g.spill = append(g.spill, l.write(c))
+			l.free = append(l.free, c[:0])
+		}
+		g.chunks = nil
 	}
-	for _, m := range l.mems[:len(l.chunks)] {
-		freeOffHeap(m)
-	}
-	l.mems = l.mems[len(l.chunks):]
-	l.chunks = nil
-	return nil
 }
 
-func (l *ilog) writeChunk(c []byte) {
-	if l.err != nil {
-		return
+func (l *ilog) write(c []byte) spillSpan {
+	sp := spillSpan{off: l.off, n: int32(len(c))}
+	l.off += int64(len(c))
+	if l.err == nil {
+		if _, err := l.w.Write(c); err != nil {
+			l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
+		}
 	}
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(c)))
-	if _, err := l.w.Write(hdr[:]); err != nil {
-		l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
-		return
-	}
-	if _, err := l.w.Write(c); err != nil {
-		l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
-	}
+	return sp
 }
 
 // finish emits the pending rows of the cache and flushes the log.
@@ -210,7 +228,9 @@ func (l *ilog) finish() error {
 		}
 	}
 	l.cache = nil
-	l.flushChunk()
+	for i := range l.per {
+		l.retire(&l.per[i])
+	}
 	if l.f != nil && l.err == nil {
 		if err := l.w.Flush(); err != nil {
 			l.err = fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
@@ -219,9 +239,11 @@ func (l *ilog) finish() error {
 	return l.err
 }
 
-// scan calls fn with every logged row, in the order logged; gi indexes
-// l.gs.
-func (l *ilog) scan(fn func(t int64, gi, site uint32)) error {
+// scan calls fn with every logged row of goroutine gi (index into l.gs),
+// in the order logged. Scans of different goroutines may run
+// concurrently.
+func (l *ilog) scan(gi uint32, fn func(t int64, site uint32)) error {
+	g := &l.per[gi]
 	var prev int64
 	decode := func(b []byte) error {
 		for len(b) > 0 {
@@ -229,51 +251,35 @@ func (l *ilog) scan(fn func(t int64, gi, site uint32)) error {
 			if n1 <= 0 {
 				return fmt.Errorf("interference log: corrupt chunk")
 			}
-			gi, n2 := binary.Uvarint(b[n1:])
+			site, n2 := binary.Uvarint(b[n1:])
 			if n2 <= 0 {
 				return fmt.Errorf("interference log: corrupt chunk")
 			}
-			site, n3 := binary.Uvarint(b[n1+n2:])
-			if n3 <= 0 {
-				return fmt.Errorf("interference log: corrupt chunk")
-			}
-			b = b[n1+n2+n3:]
+			b = b[n1+n2:]
 			prev += int64(d>>1) ^ -int64(d&1)
-			fn(prev, uint32(gi), uint32(site))
+			fn(prev, uint32(site))
 		}
 		return nil
 	}
 	if l.f == nil {
-		for _, c := range l.chunks {
+		for _, c := range g.chunks {
 			if err := decode(c); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
-	}
-	r := bufio.NewReaderSize(l.f, 1<<20)
 	buf := make([]byte, ilogChunk)
-	var hdr [4]byte
-	for {
-		if _, err := io.ReadFull(r, hdr[:]); err == io.EOF {
-			return nil
-		} else if err != nil {
+	for _, sp := range g.spill {
+		b := buf[:sp.n]
+		if _, err := l.f.ReadAt(b, sp.off); err != nil {
 			return fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
 		}
-		n := binary.LittleEndian.Uint32(hdr[:])
-		if n > ilogChunk {
-			return fmt.Errorf("interference spill %s: corrupt chunk header", l.f.Name())
-		}
-		if _, err := io.ReadFull(r, buf[:n]); err != nil {
-			return fmt.Errorf("interference spill %s: %w", l.f.Name(), err)
-		}
-		if err := decode(buf[:n]); err != nil {
+		if err := decode(b); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // spilled reports whether the log went to a file.
@@ -286,9 +292,9 @@ func (l *ilog) close() {
 		os.Remove(l.f.Name())
 		l.f = nil
 	}
-	l.chunks, l.cur = nil, nil
-	for _, m := range l.mems {
+	l.per, l.free = nil, nil
+	for _, m := range l.slabs {
 		freeOffHeap(m)
 	}
-	l.mems = nil
+	l.slabs = nil
 }

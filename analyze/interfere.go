@@ -1,11 +1,15 @@
 package analyze
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/memorder/wafl/plans"
 )
@@ -204,6 +208,25 @@ func (m *marks) mark(row []uint64, l1, ls int32) {
 	m.set[uint64(l1)<<32|uint64(uint32(ls))] = struct{}{}
 }
 
+// or adds the entries of o (same size) to m.
+func (m *marks) or(o *marks) {
+	if m.rows != nil {
+		for ls, r := range o.rows {
+			if r == nil {
+				continue
+			}
+			row := m.row(int32(ls))
+			for i, w := range r {
+				row[i] |= w
+			}
+		}
+		return
+	}
+	for k := range o.set {
+		m.set[k] = struct{}{}
+	}
+}
+
 // entries returns, for every ℓ1, its ℓ* in increasing order.
 func (m *marks) entries() [][]int32 {
 	out := make([][]int32, m.n)
@@ -225,6 +248,76 @@ func (m *marks) entries() [][]int32 {
 		slices.Sort(v)
 	}
 	return out
+}
+
+// pass3Log runs pass 3 over the interference log, one goroutine of the
+// trace at a time (its windows and sweeps stay in the cache). With two
+// CPUs, two workers share the goroutines, balanced by rows, each with its
+// own marks, merged into m at the end.
+func (a *analysis) pass3Log(l *ilog, idx map[uint64]*winIndex, sites siteSet, m *marks, nloc int) error {
+	type job struct {
+		gi uint32
+		x  *winIndex
+	}
+	var jobs []job
+	for i, g := range l.gs {
+		if x := idx[g]; x != nil && l.per[i].rows > 0 {
+			jobs = append(jobs, job{uint32(i), x})
+		}
+	}
+	slices.SortFunc(jobs, func(p, q job) int { return cmp.Compare(l.per[q.gi].rows, l.per[p.gi].rows) })
+	workers := 1
+	if runtime.GOMAXPROCS(0) > 1 && len(jobs) > 1 {
+		workers = 2
+	}
+	parts := make([][]job, workers)
+	load := make([]int64, workers)
+	for _, j := range jobs {
+		w := 0
+		for k := range load {
+			if load[k] < load[w] {
+				w = k
+			}
+		}
+		parts[w] = append(parts[w], j)
+		load[w] += l.per[j.gi].rows
+	}
+	ms := []*marks{m}
+	for len(ms) < workers {
+		ms = append(ms, newMarks(nloc))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mw := ms[w]
+			for _, j := range parts[w] {
+				if a.ctx.Err() != nil {
+					errs[w] = a.ctx.Err()
+					return
+				}
+				x := j.x
+				x.sweep = make([]sweep, nloc)
+				err := l.scan(j.gi, func(t int64, site uint32) {
+					if ls := sites.index(site); ls >= 0 {
+						x.event(t, mw, ls)
+					}
+				})
+				x.sweep = nil
+				if err != nil {
+					errs[w] = fmt.Errorf("pass 3 (interference): %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, mw := range ms[1:] {
+		m.or(mw)
+	}
+	return errors.Join(errs...)
 }
 
 // pass3 computes the interference sets of the plan's locations.
@@ -301,28 +394,7 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 	}
 	var err error
 	if l := a.ilog; l != nil {
-		// The rows logged in pass 1; goroutine indices map to windows once.
-		byIdx := make([]*winIndex, len(l.gs))
-		for i, g := range l.gs {
-			byIdx[i] = idx[g]
-		}
-		err = l.scan(func(t int64, gi, site uint32) {
-			x := byIdx[gi]
-			if x == nil {
-				return
-			}
-			ls := sites.index(site)
-			if ls < 0 {
-				return
-			}
-			if x.sweep == nil {
-				x.sweep = make([]sweep, len(plan.Locations))
-			}
-			x.event(t, m, ls)
-		})
-		if err != nil {
-			err = fmt.Errorf("pass 3 (interference): %w", err)
-		}
+		err = a.pass3Log(l, idx, sites, m, len(plan.Locations))
 	} else {
 		err = a.rescan("pass 3 (interference)", func(c *Columns) {
 			n := c.Len()

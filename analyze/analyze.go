@@ -61,7 +61,7 @@ type Options struct {
 	noStream       bool          // tests: skip the streaming pair pass
 	reorderHorizon time.Duration // tests: reorder horizon, < 0: none
 	reorderMax     int           // tests: rows the reorder may hold
-	sweepAge       time.Duration // tests: shorter sweepAge
+	waitKeep       time.Duration // tests: trace time the waiting-use log keeps (default 2δ)
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -122,7 +122,7 @@ type Stats struct {
 	Duration       time.Duration
 	Warnings       []string
 
-	sweeps int // tests: sweeps of the streaming pair pass
+	overwritten int64 // tests: waiting-use log entries overwritten
 }
 
 func (s *Stats) warnf(format string, args ...any) {
@@ -180,8 +180,8 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 		if opts.reorderHorizon != 0 {
 			a.reorderHorizon = int64(opts.reorderHorizon) // < 0: off
 		}
-		if opts.sweepAge > 0 {
-			a.stream.sweepAge = int64(opts.sweepAge)
+		if opts.waitKeep > 0 {
+			a.stream.keep = int64(opts.waitKeep)
 		}
 	}
 	if opts.RowSpill {
@@ -213,7 +213,7 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 	}
 	if st := a.stream; st != nil {
 		a.stats.Streamed = true
-		a.stats.sweeps = st.sweeps
+		a.stats.overwritten = st.overwritten
 		a.stats.Partitions = 1
 		a.stats.Objects = st.objects()
 		a.mergePairer(st.p)

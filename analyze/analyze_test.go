@@ -468,8 +468,8 @@ func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
 		{"dispose arriving long after a swept use", append(append([]row{
 			initAt(0, 1, 1, 10, 0xA),
 			useAt(1*ms, 2, 1, 20, 0xA)},
-			// 2 s of other rows: the sweep drops the waiting use
-			spread(0xB, 2*ms, 2100*ms, 2000)...),
+			// 2 s of other rows: the waiting use leaves the log
+			spread(0xB, 2*ms, 2100*ms, 6000)...),
 			disposeAt(50*ms, 1, 1, 30, 0xA)), []string{"use-before-init 10→20", "use-after-dispose 20→30"}, true},
 		{"fork after a query", []row{
 			initAt(1*ms, 1, 2, 10, 0xA),
@@ -528,27 +528,28 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !sst.Streamed || est.Streamed || sst.Passes != 1 || est.Passes != 2 {
-		t.Fatalf("streamed %v/%v, passes %d/%d", sst.Streamed, est.Streamed, sst.Passes, est.Passes)
+		t.Fatalf("streamed %v/%v (%q), passes %d/%d", sst.Streamed, est.Streamed, sst.StreamFallback, sst.Passes, est.Passes)
 	}
 	stream.Provenance.Created = ""
 	if !reflect.DeepEqual(stream, exact) {
 		t.Fatal("streamed plan differs from the exact plan")
 	}
 	a, b := *sst, *est
-	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed = 0, 0, 0, 0, false
+	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed, a.overwritten = 0, 0, 0, 0, false, 0
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("stats differ:\nstreamed %+v\nexact    %+v", a, b)
 	}
-	// Sweeping waiting uses 1 ms behind the latest row must not change
-	// anything either (the trace is sorted: no dispose arrives late).
-	opts.sweepAge = time.Millisecond
+	// A waiting-use log that keeps only δ (2 ms) of trace time instead of
+	// 2δ must not change anything either (the trace is sorted: no dispose
+	// arrives late).
+	opts.waitKeep = 2 * time.Millisecond
 	swept, wst, err := Run(context.Background(), src.Opener(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	swept.Provenance.Created = ""
-	if !wst.Streamed || wst.sweeps < 1 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
-		t.Fatalf("with sweeps: streamed %v (%q), %d sweeps, same plan %v, stats %+v", wst.Streamed, wst.StreamFallback, wst.sweeps, reflect.DeepEqual(swept, exact), wst)
+	if !wst.Streamed || wst.overwritten == 0 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
+		t.Fatalf("short log: streamed %v (%q), %d overwritten, same plan %v, stats %+v", wst.Streamed, wst.StreamFallback, wst.overwritten, reflect.DeepEqual(swept, exact), wst)
 	}
 	if sst.Candidates < 100 || sst.PrunedWindow == 0 || sst.PrunedFork == 0 || sst.PrunedSameG == 0 {
 		t.Fatalf("synthetic trace too tame to compare: %+v", sst)

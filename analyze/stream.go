@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // streamPairer finds the pair instances during pass 1, as the rows
@@ -19,26 +18,31 @@ import (
 // Run falls back to the exact three-pass analysis. So the result is always
 // that of the definitions in docs/algorithm.md.
 //
-// Per object it keeps the latest lifecycle row and the uses still waiting
-// for their next dispose. A waiting use is dropped (counted) once a later
-// use of the object lies δ or more after it, because the next dispose, still
-// to come, can only be later than that.
+// Per object it keeps the latest lifecycle row, the number of uses
+// waiting for the object's next dispose and the latest of them. The
+// waiting uses themselves go to one log in arrival order (written
+// sequentially, a ring buffer), each entry linking to the previous waiting
+// use of its object; a dispose walks its object's chain. The log keeps at
+// least the last 2δ of trace time (it grows otherwise); an older entry is
+// overwritten, and counts as out of the window when its object's dispose
+// comes — unless that dispose is within δ of an overwritten entry (rows far
+// out of order), where streaming gives up.
 type streamPairer struct {
-	p         *pairer
-	delta     int64
-	objs      objTable
-	rings     []pendRing // waiting uses per object; index 0 unused
-	free      []int32    // indices of empty rings to reuse
-	inc       incForest
-	failed    string // why streaming gave up; "" while exact
-	budget    int64  // bytes of per-object state allowed
-	ringBytes int64  // bytes of ring buffers
-	maxT      int64  // latest row time seen, up to the current batch
-	lastSweep int64  // maxT at the last sweep
-	sinceSwp  int    // rows since the last sweep
-	started   bool   // lastSweep set
-	sweepAge  int64  // sweepAge, or shorter in tests
-	sweeps    int    // sweeps done
+	p       *pairer
+	delta   int64
+	objs    objTable
+	wlog    []waitUse // ring buffer; entry of sequence number q at q & (len-1)
+	wlogN   int64     // entries written; sequence numbers start at 1
+	lostT   int64     // latest time of an overwritten entry
+	lost    bool
+	inc     incForest
+	failed  string // why streaming gave up; "" while exact
+	budget  int64  // bytes of per-object state allowed
+	maxT    int64  // latest waiting use so far
+	keep    int64  // trace time the log keeps at least (2δ)
+	wlogMem []byte
+
+	overwritten int64 // log entries overwritten
 }
 
 // objState is the streaming state of one object.
@@ -46,39 +50,22 @@ type objState struct {
 	lcT     int64  // latest lifecycle row by (time, op)
 	lcG     uint64 //
 	maxUseT int64  // latest use examined (valid if hasUse)
-	expired int64  // waiting uses dropped as δ-old
-	sweptT  int64  // latest use dropped by a sweep (valid if swept)
+	waiting int64  // uses waiting for the next dispose
+	last    int64  // sequence number of the latest of them in wlog (0: none)
 	lcClock uint32
 	lcSite  uint32
-	ring    int32 // waiting uses (index into rings, 0: none)
 	lcOp    uint8 // 0: no lifecycle row yet
 	hasUse  bool
-	swept   bool
 }
 
-// pendUse is a use waiting for its object's next dispose.
-type pendUse struct {
+// waitUse is a use waiting for its object's next dispose.
+type waitUse struct {
 	t     int64
 	g     uint64
+	prev  int64 // sequence number of the object's previous waiting use
 	clock uint32
 	site  uint32
 }
-
-// pendRing holds the waiting uses of one object in arrival order, in one
-// contiguous buffer (a power of two long), so that dropping old ones from
-// the head and appending at the tail touch memory sequentially.
-type pendRing struct {
-	buf     []pendUse
-	head, n int
-	owner   int32 // index of the object's state
-}
-
-// sweepAge is how far behind the latest row a waiting use must be for a
-// sweep to drop it (plus δ). Objects that are used and never disposed
-// would otherwise keep their uses waiting to the end of the trace. A
-// dispose arriving later within δ of a dropped use means the rows were
-// more out of order than that, and streaming gives up.
-const sweepAge = int64(time.Second)
 
 // objTable maps objects to their state: open addressing over 16-byte
 // slots, the states themselves dense (no pointers for the collector).
@@ -98,13 +85,16 @@ type objTSlot struct {
 
 func newStreamPairer(delta int64, budget int64) *streamPairer {
 	s := &streamPairer{
-		p:        &pairer{delta: delta, pairs: make(map[pairKey]*pairAgg)},
-		delta:    delta,
-		rings:    make([]pendRing, 1, 1024),
-		maxT:     math.MinInt64,
-		sweepAge: sweepAge,
-		budget:   budget,
+		p:      &pairer{delta: delta, pairs: make(map[pairKey]*pairAgg)},
+		delta:  delta,
+		maxT:   math.MinInt64,
+		budget: budget,
+		keep:   math.MaxInt64,
 	}
+	if delta <= math.MaxInt64/2 {
+		s.keep = 2 * delta
+	}
+	s.wlog = make([]waitUse, 1<<12)
 	s.p.inc = &s.inc
 	s.inc.nodes = make(map[uint64]incNode)
 	s.objs.slots = make([]objTSlot, 1<<12)
@@ -177,12 +167,13 @@ func (t *objTable) release() {
 // afterwards.
 func (s *streamPairer) release() {
 	s.objs.release()
-	s.rings, s.free = nil, nil
+	freeOffHeap(s.wlogMem)
+	s.wlog, s.wlogMem = nil, nil
 }
 
 // memory is the approximate size of the streaming state in bytes.
 func (s *streamPairer) memory() int64 {
-	return int64(len(s.objs.slots))*16 + int64(cap(s.objs.states))*56 + int64(cap(s.rings))*40 + s.ringBytes
+	return int64(len(s.objs.slots))*16 + int64(cap(s.objs.states))*56 + int64(len(s.wlog))*32
 }
 
 // why returns why streaming gave up, "" while its answers are exact.
@@ -205,12 +196,6 @@ func (s *streamPairer) fail(format string, args ...any) {
 func (s *streamPairer) batch(c *Columns) {
 	n := c.Len()
 	tm, gs, cl, sites, objs := c.Time[:n], c.G[:n], c.Clock[:n], c.Site[:n], c.Obj[:n]
-	defer s.tick(n)
-	maxT := s.maxT
-	for _, t := range tm {
-		maxT = max(maxT, t)
-	}
-	s.maxT = maxT
 	for i, op := range c.Op[:n] {
 		switch op {
 		case opUse, opInit, opDispose:
@@ -256,99 +241,53 @@ func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
 	if o.lcOp == opDispose && o.lcT == t {
 		s.p.instance(pairKey{site, o.lcSite, opUse}, obj, t, g, clock, o.lcT, o.lcG, o.lcClock)
 	} else {
-		s.wait(o, oi, pendUse{t: t, g: g, clock: clock, site: site})
+		s.wait(o, waitUse{t: t, g: g, clock: clock, site: site})
 	}
 	if len(s.objs.states)&1023 == 0 && s.memory() > s.budget {
 		s.fail("streaming state exceeds the memory budget")
 	}
 }
 
-// tick is called after every batch of n rows: it sweeps waiting uses
-// older than sweepAge + δ behind the latest row now and then (when time
-// has advanced by half of that and at least as many rows as there are
-// rings were seen, so sweeping costs O(1) a row).
-func (s *streamPairer) tick(n int) {
-	s.sinceSwp += n
-	if !s.started {
-		s.lastSweep, s.started = s.maxT, true
-	}
-	age := s.sweepAge + s.delta
-	if s.maxT-s.lastSweep < age/2 || s.sinceSwp < len(s.rings) || s.maxT < math.MinInt64+age {
-		return
-	}
-	s.lastSweep, s.sinceSwp = s.maxT, 0
-	s.sweeps++
-	cut := s.maxT - age
-	for i := 1; i < len(s.rings); i++ {
-		r := &s.rings[i]
-		if r.n == 0 {
-			continue
+// wait logs u as the latest waiting use of o.
+func (s *streamPairer) wait(o *objState, u waitUse) {
+	s.maxT = max(s.maxT, u.t)
+	q := s.wlogN + 1
+	mask := int64(len(s.wlog) - 1)
+	old := &s.wlog[q&mask]
+	if q > int64(len(s.wlog)) {
+		// old is entry q − len; keep the last 2δ of trace time.
+		if old.t > s.maxT || uint64(s.maxT)-uint64(old.t) < uint64(s.keep) {
+			s.growLog()
+			mask = int64(len(s.wlog) - 1)
+			old = &s.wlog[q&mask]
 		}
-		o := &s.objs.states[r.owner]
-		mask := len(r.buf) - 1
-		for r.n > 0 && r.buf[r.head].t < cut {
-			o.sweptT = max(o.sweptT, r.buf[r.head].t)
-			if !o.swept {
-				o.sweptT, o.swept = r.buf[r.head].t, true
+		if q > int64(len(s.wlog)) {
+			s.overwritten++
+			if !s.lost || old.t > s.lostT {
+				s.lostT, s.lost = old.t, true
 			}
-			o.expired++
-			r.head = (r.head + 1) & mask
-			r.n--
-		}
-		if r.n == 0 {
-			r.head = 0
-			s.free = append(s.free, o.ring)
-			o.ring = 0
 		}
 	}
+	u.prev = o.last
+	*old = u
+	s.wlogN = q
+	o.last = q
+	o.waiting++
 }
 
-// wait appends u to the waiting uses of o.
-func (s *streamPairer) wait(o *objState, oi int32, u pendUse) {
-	if o.ring == 0 {
-		if k := len(s.free); k > 0 {
-			o.ring = s.free[k-1]
-			s.free = s.free[:k-1]
-		} else {
-			if len(s.rings) == 1<<31-1 {
-				s.fail("too many objects with waiting uses")
-				return
-			}
-			o.ring = int32(len(s.rings))
-			s.rings = append(s.rings, pendRing{buf: make([]pendUse, 2)})
-			s.ringBytes += 2 * 24
-		}
+// growLog doubles the waiting-use log.
+func (s *streamPairer) growLog() {
+	n := len(s.wlog)
+	nw, mem := offHeap[waitUse](2 * n)
+	// entries wlogN−n+1 … wlogN move to their new positions
+	for q := max(s.wlogN-int64(n)+1, 1); q <= s.wlogN; q++ {
+		nw[q&int64(2*n-1)] = s.wlog[q&int64(n-1)]
 	}
-	r := &s.rings[o.ring]
-	r.owner = oi
-	if r.n == len(r.buf) {
-		// Full: first drop the waiting uses that no future dispose can
-		// reach within δ (a future dispose is later than maxUseT). Doing
-		// it only here keeps the ring's memory sequential and the check
-		// off the per-use path.
-		mask := len(r.buf) - 1
-		for r.n > 0 {
-			u := &r.buf[r.head]
-			if u.t >= o.maxUseT || uint64(o.maxUseT)-uint64(u.t) < uint64(s.delta-1) {
-				break
-			}
-			o.expired++
-			r.head = (r.head + 1) & mask
-			r.n--
-		}
+	freeOffHeap(s.wlogMem)
+	s.wlog, s.wlogMem = nw, mem
+	if s.memory() > s.budget {
+		s.fail("streaming state exceeds the memory budget")
 	}
-	if r.n == len(r.buf) {
-		nb := make([]pendUse, 2*len(r.buf))
-		k := copy(nb, r.buf[r.head:])
-		copy(nb[k:], r.buf[:r.head])
-		s.ringBytes += int64(len(r.buf)) * 24
-		r.buf, r.head = nb, 0
-		if s.memory() > s.budget {
-			s.fail("streaming state exceeds the memory budget")
-		}
-	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = u
-	r.n++
 }
 
 // lifecycle examines an init or dispose of obj.
@@ -362,25 +301,27 @@ func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint
 		s.fail("lifecycle rows of object %#x arrived out of time order (%d after %d)", obj, t, o.lcT)
 		return
 	}
-	if op == opDispose {
-		if o.swept && inWindow(o.sweptT, t, s.delta) {
-			s.fail("a dispose of object %#x at %d arrived more than %v after a use at %d", obj, t, time.Duration(s.sweepAge), o.sweptT)
-			return
+	if op == opDispose && o.waiting > 0 {
+		// Walk the object's chain of waiting uses; entries overwritten in
+		// the log are older than the log's 2δ (counted below).
+		walked := int64(0)
+		oldest := s.wlogN - int64(len(s.wlog)) // entries up to this are gone
+		for q := o.last; q > oldest && q > 0; {
+			u := &s.wlog[q&int64(len(s.wlog)-1)]
+			s.p.instance(pairKey{u.site, site, opUse}, obj, u.t, u.g, u.clock, t, g, clock)
+			walked++
+			q = u.prev
 		}
-		o.swept = false
-		if o.ring != 0 {
-			r := &s.rings[o.ring]
-			mask := len(r.buf) - 1
-			for k := 0; k < r.n; k++ {
-				u := &r.buf[(r.head+k)&mask]
-				s.p.instance(pairKey{u.site, site, opUse}, obj, u.t, u.g, u.clock, t, g, clock)
+		if walked < o.waiting {
+			// The missing ones are overwritten entries, all at or before
+			// lostT: out of the window only if t − lostT ≥ δ.
+			if s.lost && (t < s.lostT || uint64(t)-uint64(s.lostT) < uint64(s.delta)) {
+				s.fail("a dispose of object %#x at %d arrived after uses within δ before it left the log", obj, t)
+				return
 			}
-			r.head, r.n = 0, 0
-			s.free = append(s.free, o.ring)
-			o.ring = 0
+			s.p.prunedWindow += o.waiting - walked
 		}
-		s.p.prunedWindow += o.expired
-		o.expired = 0
+		o.waiting, o.last = 0, 0
 	}
 	o.lcT, o.lcG, o.lcClock, o.lcSite, o.lcOp = t, g, clock, site, op
 	if len(s.objs.states)&1023 == 0 && s.memory() > s.budget {

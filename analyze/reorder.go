@@ -31,25 +31,20 @@ type reorder struct {
 	spare   []*orun
 }
 
+// orun is one sorted run, in column form (so rows move in bulk); rows
+// before pos are released.
 type orun struct {
-	rows  []orow
+	c     Columns
 	pos   int
 	lastT int64
 }
 
-type orow struct {
-	t     int64
-	g     uint64
-	obj   uint64
-	clock uint32
-	site  uint32
-	op    uint8
-}
+func (o *orun) head() int64 { return o.c.Time[o.pos] }
 
 type runHeap []*orun
 
 func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return h[i].rows[h[i].pos].t < h[j].rows[h[j].pos].t }
+func (h runHeap) Less(i, j int) bool { return h[i].head() < h[j].head() }
 func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *runHeap) Push(x any)        { *h = append(*h, x.(*orun)) }
 func (h *runHeap) Pop() any {
@@ -73,15 +68,19 @@ func (r *reorder) add(c *Columns) {
 			run = r.newRun()
 			r.last = run
 		}
-		wasEmpty := run.pos == len(run.rows)
+		wasEmpty := run.pos == len(run.c.Time)
 		// the longest non-decreasing stretch from i
 		j := i + 1
 		for j < n && tm[j] >= tm[j-1] {
 			j++
 		}
-		for k := i; k < j; k++ {
-			run.rows = append(run.rows, orow{tm[k], g[k], obj[k], clk[k], site[k], op[k]})
-		}
+		rc := &run.c
+		rc.Time = append(rc.Time, tm[i:j]...)
+		rc.G = append(rc.G, g[i:j]...)
+		rc.Obj = append(rc.Obj, obj[i:j]...)
+		rc.Clock = append(rc.Clock, clk[i:j]...)
+		rc.Site = append(rc.Site, site[i:j]...)
+		rc.Op = append(rc.Op, op[i:j]...)
 		r.held += j - i
 		run.lastT = tm[j-1]
 		r.maxT = max(r.maxT, tm[j-1])
@@ -124,15 +123,16 @@ func (r *reorder) drain(out *Columns, final bool) bool {
 			if len(r.runs) > 2 && r.runs.Less(2, 1) {
 				next = r.runs[2]
 			}
-			bound = min(bound, next.rows[next.pos].t)
+			bound = min(bound, next.head())
 		}
 		k := run.pos
 		room := cap(out.Time) - len(out.Time)
-		for k < len(run.rows) && run.rows[k].t <= bound && k-run.pos < room {
+		rt := run.c.Time
+		for k < len(rt) && rt[k] <= bound && k-run.pos < room {
 			k++
 		}
 		if k == run.pos {
-			if run.rows[k].t > limit {
+			if rt[k] > limit {
 				return false
 			}
 			if room == 0 {
@@ -140,27 +140,33 @@ func (r *reorder) drain(out *Columns, final bool) bool {
 			}
 			k++ // a tie with the next run's head: take one row
 		}
-		for _, w := range run.rows[run.pos:k] {
-			out.Time = append(out.Time, w.t)
-			out.G = append(out.G, w.g)
-			out.Obj = append(out.Obj, w.obj)
-			out.Clock = append(out.Clock, w.clock)
-			out.Site = append(out.Site, w.site)
-			out.Op = append(out.Op, w.op)
-		}
+		rc, p := &run.c, run.pos
+		out.Time = append(out.Time, rc.Time[p:k]...)
+		out.G = append(out.G, rc.G[p:k]...)
+		out.Obj = append(out.Obj, rc.Obj[p:k]...)
+		out.Clock = append(out.Clock, rc.Clock[p:k]...)
+		out.Site = append(out.Site, rc.Site[p:k]...)
+		out.Op = append(out.Op, rc.Op[p:k]...)
 		r.held -= k - run.pos
 		run.pos = k
-		if run.pos == len(run.rows) {
+		if run.pos == len(rc.Time) {
 			heap.Pop(&r.runs)
-			run.rows, run.pos = run.rows[:0], 0
+			rc.Time, rc.G, rc.Obj, rc.Clock, rc.Site, rc.Op = rc.Time[:0], rc.G[:0], rc.Obj[:0], rc.Clock[:0], rc.Site[:0], rc.Op[:0]
+			run.pos = 0
 			if run == r.last {
 				r.last = nil
 			}
 			r.spare = append(r.spare, run)
 		} else {
-			if run.pos >= 4096 && 2*run.pos >= len(run.rows) {
-				m := copy(run.rows, run.rows[run.pos:])
-				run.rows, run.pos = run.rows[:m], 0
+			if p := run.pos; p >= 4096 && 2*p >= len(rc.Time) {
+				m := copy(rc.Time, rc.Time[p:])
+				copy(rc.G, rc.G[p:])
+				copy(rc.Obj, rc.Obj[p:])
+				copy(rc.Clock, rc.Clock[p:])
+				copy(rc.Site, rc.Site[p:])
+				copy(rc.Op, rc.Op[p:])
+				rc.Time, rc.G, rc.Obj, rc.Clock, rc.Site, rc.Op = rc.Time[:m], rc.G[:m], rc.Obj[:m], rc.Clock[:m], rc.Site[:m], rc.Op[:m]
+				run.pos = 0
 			}
 			heap.Fix(&r.runs, 0)
 		}

@@ -32,11 +32,13 @@ type ilog struct {
 	delta   int64
 	cache   []thinSlot
 	gidx    map[uint64]uint32
-	gs      []uint64 // dense index → goroutine
-	per     []glog   // per dense goroutine index
-	free    [][]byte // chunks to reuse
-	slabs   [][]byte // off-heap slabs the chunks come from
-	bytes   int64    // bytes in retired chunks
+	gs      []uint64    // dense index → goroutine
+	per     []glog      // per dense goroutine index
+	free    [4][][]byte // chunks to reuse, per size class
+	slab    []byte      // rest of the current slab
+	slabs   [][]byte    // off-heap slabs the chunks come from
+	alloc   int64       // bytes of chunks handed out
+	bytes   int64       // bytes in retired chunks
 	rows    int64
 	budget  int64
 	tempDir string
@@ -70,7 +72,7 @@ type thinSlot struct {
 }
 
 const (
-	ilogChunk = 16 << 10
+	ilogChunk = 16 << 10 // largest chunk; a goroutine's chunks grow 256 B, 1 KiB, 4 KiB, 16 KiB
 	ilogSlab  = 1 << 20
 	ilogMax   = 2 * binary.MaxVarintLen64 // bytes of one encoded row, at most
 	thinSlots = 1 << 16
@@ -84,19 +86,38 @@ func newIlog(delta, budget int64, tempDir string) *ilog {
 	}
 }
 
-// newChunk returns an empty chunk buffer, outside the heap.
-func (l *ilog) newChunk() []byte {
-	if k := len(l.free); k > 0 {
-		b := l.free[k-1]
-		l.free = l.free[:k-1]
+// newChunk returns an empty chunk buffer of size class c (256 B << 2c),
+// outside the heap. Small first chunks keep a trace with many short-lived
+// goroutines cheap.
+func (l *ilog) newChunk(c int) []byte {
+	if k := len(l.free[c]); k > 0 {
+		b := l.free[c][k-1]
+		l.free[c] = l.free[c][:k-1]
 		return b[:0]
 	}
-	slab, mem := offHeap[byte](ilogSlab)
-	l.slabs = append(l.slabs, mem) // nil when on the heap
-	for i := ilogChunk; i < ilogSlab; i += ilogChunk {
-		l.free = append(l.free, slab[i:i:i+ilogChunk])
+	size := 256 << (2 * c)
+	if len(l.slab) < size {
+		slab, mem := offHeap[byte](ilogSlab)
+		l.slabs = append(l.slabs, mem) // nil when on the heap
+		l.slab = slab
 	}
-	return slab[0:0:ilogChunk]
+	b := l.slab[0:0:size]
+	l.slab = l.slab[size:]
+	l.alloc += int64(size)
+	return b
+}
+
+// class returns the size class of chunk b.
+func class(b []byte) int {
+	switch cap(b) {
+	case 256:
+		return 0
+	case 1 << 10:
+		return 1
+	case 4 << 10:
+		return 2
+	}
+	return 3
 }
 
 // batch thins and logs the init, use and dispose rows of c with a valid
@@ -156,8 +177,12 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 func (l *ilog) emit(t int64, gi, site uint32) {
 	g := &l.per[gi]
 	if len(g.cur)+ilogMax > cap(g.cur) {
+		c := 0
+		if g.cur != nil {
+			c = min(class(g.cur)+1, 3)
+		}
 		l.retire(g)
-		g.cur = l.newChunk()
+		g.cur = l.newChunk(c)
 	}
 	d := t - g.prevT
 	g.prevT = t
@@ -173,12 +198,12 @@ func (l *ilog) retire(g *glog) {
 		return
 	}
 	l.bytes += int64(len(g.cur))
-	if l.f == nil && l.bytes > l.budget && l.err == nil {
+	if l.f == nil && l.alloc > l.budget && l.err == nil {
 		l.startSpill()
 	}
 	if l.f != nil {
 		g.spill = append(g.spill, l.write(g.cur))
-		l.free = append(l.free, g.cur[:0])
+		l.free[class(g.cur)] = append(l.free[class(g.cur)], g.cur[:0])
 		g.cur = nil
 		return
 	}
@@ -203,7 +228,7 @@ func (l *ilog) startSpill() {
 		g := &l.per[i]
 		for _, c := range g.chunks {
 			g.spill = append(g.spill, l.write(c))
-			l.free = append(l.free, c[:0])
+			l.free[class(c)] = append(l.free[class(c)], c[:0])
 		}
 		g.chunks = nil
 	}
@@ -292,7 +317,7 @@ func (l *ilog) close() {
 		os.Remove(l.f.Name())
 		l.f = nil
 	}
-	l.per, l.free = nil, nil
+	l.per, l.free, l.slab = nil, [4][][]byte{}, nil
 	for _, m := range l.slabs {
 		freeOffHeap(m)
 	}

@@ -276,3 +276,34 @@ func checkReference(t *testing.T, name string, p *plans.Plan, rows []row) {
 		t.Fatalf("%s: no candidates; the test is vacuous", name)
 	}
 }
+
+// TestManyGoroutinesInterferenceLog: thousands of goroutines with a few
+// rows each (small first log chunks), in memory and spilled, give the
+// plan of the unthinned row spill.
+func TestManyGoroutinesInterferenceLog(t *testing.T) {
+	var rows []row
+	for i := range 3000 {
+		g := uint64(100 + i)
+		obj := uint64(0x1000 + i%50)
+		tt := int64(i) * ms / 10
+		rows = append(rows, initAt(tt, g, 1, uint32(10+i%7), obj), useAt(tt+ms/2, g+1, 1, uint32(20+i%5), obj))
+		if i%3 == 0 {
+			rows = append(rows, disposeAt(tt+ms, g, 1, 30, obj))
+		}
+	}
+	want, _ := analyzeRows(t, rows, Options{RowSpill: true, TempDir: t.TempDir()})
+	want.Provenance.Created = ""
+	for _, budget := range []int64{0, 64 << 10} {
+		p, st := analyzeRows(t, rows, Options{MemoryBudget: budget, TempDir: t.TempDir()})
+		p.Provenance.Created = ""
+		if !reflect.DeepEqual(p, want) {
+			t.Fatalf("budget %d (log spilled %v, streamed %v): plan differs from the row spill's", budget, st.LogSpilled, st.Streamed)
+		}
+		if budget != 0 && !st.LogSpilled {
+			t.Fatalf("budget %d: log not spilled", budget)
+		}
+	}
+	if want.Empty() {
+		t.Fatal("no candidates; the test is vacuous")
+	}
+}

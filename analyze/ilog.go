@@ -24,10 +24,14 @@ import (
 // evicted entry emits its pending row and the next row of that pair starts
 // afresh, which keeps more rows than needed but never too few.
 //
-// Encoding: per row, the zig-zag varint of the time minus the previous
-// row's, the varint of a dense goroutine index and the varint of the site,
-// in chunks of up to 1 MiB kept outside the heap. Beyond its memory budget the log moves its
-// chunks to a temporary file and appends there.
+// Encoding: rows are kept per goroutine (dense index), so that pass 3 can
+// take one goroutine at a time with its windows and sweep state hot in
+// the cache. Per row, the zig-zag varint of the time minus the
+// goroutine's previous row's and the varint of the site, in chunks carved
+// from 1 MiB slabs outside the heap; a goroutine's chunks grow from 256 B
+// to 16 KiB. Beyond its memory budget (chunks handed out) the log writes
+// retired chunks to a temporary file, remembering each goroutine's chunk
+// offsets, and reuses their memory.
 type ilog struct {
 	delta   int64
 	cache   []thinSlot

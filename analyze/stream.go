@@ -10,13 +10,15 @@ import (
 // lifecycle index. It relies on two properties that traces have in
 // practice — each object's rows arrive in time order, and a goroutine's
 // fork row arrives before anything asks whether it is concurrent with
-// another — and checks them: the first row that would make its answers
-// differ from the exact index-based pass 2 (a lifecycle row at or before a
-// use of its object already examined, or earlier than the object's latest
-// lifecycle row; a use earlier than its object's latest lifecycle row; a
-// fork edge for a goroutine already taken to be a root) sets failed, and
-// Run falls back to the exact three-pass analysis. So the result is always
-// that of the definitions in docs/algorithm.md.
+// another (pass 1's reordering restores time order within its horizon) —
+// and checks them: the first row that would make its answers differ from
+// the exact index-based pass 2 (a lifecycle row at or before a use of its
+// object already examined, or earlier than the object's latest lifecycle
+// row; a use earlier than its object's latest lifecycle row; a dispose
+// that may pair with an overwritten waiting use; a fork edge for a
+// goroutine already taken to be a root, or a second one) sets failed, and
+// Run falls back to the exact passes. So the result is always that of the
+// definitions in docs/algorithm.md.
 //
 // Per object it keeps the latest lifecycle row, the number of uses
 // waiting for the object's next dispose and the latest of them. The

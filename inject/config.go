@@ -65,6 +65,16 @@ func parseAblation(s string) (ablation, error) {
 // configFromEnv reads the detection-run environment and opens the crash
 // output. It does not open the log; newEngine does.
 func configFromEnv() (config, error) {
+	// Child processes the test starts (the helper-process pattern re-runs
+	// the test binary) must not run detection too: they would delay with
+	// this run's plan and seed and write into this run's log and crash
+	// file. Read the variables once, then take them out of the
+	// environment.
+	defer func() {
+		for _, k := range []string{EnvMode, EnvPlan, EnvSeed, EnvRun, EnvAblate, EnvLog, EnvCrash} {
+			os.Unsetenv(k)
+		}
+	}()
 	var c config
 	c.planPath = os.Getenv(EnvPlan)
 	if c.planPath == "" {

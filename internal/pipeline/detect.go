@@ -107,19 +107,35 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 	case plan.Provenance.BinaryHash != j.pkg.hash:
 		prog.Printf("%s.%s: the package changed since its plan was made: preparing it again\n", pkg, test)
 	}
+	// Bugs this plan already found on this very build are still there:
+	// report them again, so that rerunning detect does not pass.
+	var known []*report.Bug
 	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash {
-		msg := prepareTest(ctx, o, ws, sum, j)
+		msg := prepareTest(ctx, o, ws, sum, j) // counts the test and its candidates
 		if plan, err = plans.Load(planPath); err != nil {
 			return 0, "not prepared: " + msg
 		}
 	} else {
-		sum.add(func(s *Summary) { s.Tests++ })
+		known = knownBugs(ws, plan, pkg, test)
+		for _, b := range known {
+			prog.Printf("known bug %s in %s.%s (found in run %d, seed %d); delete %s to forget it\n",
+				b.Kind, pkg, test, b.Run, b.Seed, planPath)
+		}
+		sum.add(func(s *Summary) {
+			s.Tests++
+			s.Bugs = append(s.Bugs, known...)
+			if !plan.Empty() {
+				s.WithCandidates++
+			}
+		})
 	}
 	if plan.Empty() {
+		if len(known) > 0 {
+			return len(known), fmt.Sprintf("%d known bug(s), no other delay candidates", len(known))
+		}
 		return 0, "no delay candidates"
 	}
 	o.applyDetect(&plan.Params)
-	sum.add(func(s *Summary) { s.WithCandidates++ })
 	tab, err := tabs.get(j.pkg.Sites)
 	if err != nil {
 		sum.problem(Problem{pkg, test, "detect", err.Error()})
@@ -159,7 +175,8 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 		if len(o.Ablate) > 0 {
 			env = append(env, "WAFL_ABLATE="+strings.Join(o.Ablate, ","))
 		}
-		tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Env: env, Timeout: o.Timeout, Output: base + ".log"}
+		sub, skip := o.subtestArgs()
+		tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: base + ".log"}
 		res, err := tr.run(ctx)
 		if err != nil {
 			sum.problem(Problem{pkg, test, "detect", err.Error()})
@@ -169,11 +186,14 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 		rr, err := report.Outcome(report.RunInput{
 			Plan: plan, PlanPath: runPlan, Sites: tab,
 			Package: pkg, Test: test, Binary: j.pkg.Binary,
-			Args: []string{"-test.run", "^" + test + "$", "-test.count", "1", "-test.v"},
+			Args: tr.args(),
 			Env:  env, Run: n, Seed: seed,
 			LogPath: logPath, CrashPath: crashPath, Stderr: output,
 			ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
-			Reproduce: fmt.Sprintf("wafl detect --runs 1 --seed %d --run '^%s$' %s", seed, test, pkg),
+			// The live plan marks the pair as found, so reproducing starts
+			// from a fresh plan; the env/binary line repeats the run exactly.
+			Reproduce: fmt.Sprintf("wafl prepare --run '^%s$' %s && wafl detect --runs 1 --seed %d --run '^%s$' %s",
+				test, pkg, seed, test, pkg),
 		})
 		if err != nil {
 			sum.problem(Problem{pkg, test, "detect", err.Error()})
@@ -190,7 +210,7 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 			rr.Bug.Runs = k + 1
 			sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
 			prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, pkg, test, n, seed, rr.Bug.Panic)
-			return 1, fmt.Sprintf("%s after %d run(s)", rr.Bug.Kind, k+1)
+			return 1 + len(known), fmt.Sprintf("%s after %d run(s)", rr.Bug.Kind, k+1)
 		case report.TimedOut:
 			sum.problem(Problem{pkg, test, "detect", fmt.Sprintf("run %d timed out (%s); output in %s", n, rr.Reason, res.Output)})
 			return 0, "timeout"
@@ -208,22 +228,62 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 	if len(failures) > 0 {
 		sum.problem(Problem{pkg, test, "detect", "failed under delays without a MEMORDER panic wafl could attribute:\n" + strings.Join(failures, "\n")})
 	}
+	if len(known) > 0 {
+		return len(known), fmt.Sprintf("%d known bug(s), no new bug", len(known))
+	}
 	return 0, "no bug"
 }
 
-// emitReports writes each bug's JSON and text report under the work
+// reportBase is the path, without extension, of a test's report files.
+func reportBase(ws *workspace, pkg, test string) string {
+	return filepath.Join(ws.reportDir(), filepath.FromSlash(pkg), test)
+}
+
+// knownBugs returns the bugs of the test's report file that the plan
+// records as found.
+func knownBugs(ws *workspace, plan *plans.Plan, pkg, test string) []*report.Bug {
+	if len(plan.Bugs) == 0 {
+		return nil
+	}
+	r, err := report.ReadJSON(reportBase(ws, pkg, test) + ".json")
+	if err != nil {
+		return nil
+	}
+	var bugs []*report.Bug
+	for _, b := range r.Bugs {
+		for _, pb := range plan.Bugs {
+			if b.Delayed.Site == pb.Delayed && b.Failing.Site == pb.Failing && b.Kind == pb.Kind {
+				bugs = append(bugs, b)
+				break
+			}
+		}
+	}
+	return bugs
+}
+
+// emitReports writes each test's bugs as JSON and text under the work
 // directory and prints them as the options ask.
 func emitReports(o *Options, ws *workspace, bugs []*report.Bug) error {
+	type key struct{ pkg, test string }
+	byTest := map[key][]*report.Bug{}
+	var order []key
 	for _, b := range bugs {
-		base := filepath.Join(ws.reportDir(), filepath.FromSlash(b.Package), b.Test)
+		k := key{b.Package, b.Test}
+		if _, ok := byTest[k]; !ok {
+			order = append(order, k)
+		}
+		byTest[k] = append(byTest[k], b)
+	}
+	for _, k := range order {
+		base := reportBase(ws, k.pkg, k.test)
 		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 			return err
 		}
 		var js, txt bytes.Buffer
-		if err := report.WriteJSON(&js, []*report.Bug{b}); err != nil {
+		if err := report.WriteJSON(&js, byTest[k]); err != nil {
 			return err
 		}
-		if err := report.WriteText(&txt, []*report.Bug{b}, true); err != nil {
+		if err := report.WriteText(&txt, byTest[k], true); err != nil {
 			return err
 		}
 		if err := os.WriteFile(base+".json", js.Bytes(), 0o644); err != nil {

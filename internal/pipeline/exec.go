@@ -15,12 +15,16 @@ import (
 
 // testRun is one execution of one test in its own process.
 type testRun struct {
-	Binary  string
-	Dir     string // the package directory: go test runs binaries there
-	Test    string
-	Env     []string // WAFL_* variables, added to the environment
-	Timeout time.Duration
-	Output  string // file receiving the combined stdout and stderr
+	Binary string
+	Dir    string // the package directory: go test runs binaries there
+	Test   string
+	Env    []string // WAFL_* variables, added to the environment
+	// Sub and Skip narrow the run inside the test as go test's -run and
+	// -skip do: Sub is what --run says below the top level ("a/b" of
+	// "TestX/a/b"), Skip the --skip pattern when it names subtests.
+	Sub, Skip string
+	Timeout   time.Duration
+	Output    string // file receiving the combined stdout and stderr
 }
 
 // runResult is how a test process ended.
@@ -42,16 +46,7 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 		return runResult{}, err
 	}
 	defer out.Close()
-	args := []string{
-		"-test.run", "^" + regexp.QuoteMeta(r.Test) + "$",
-		"-test.count", "1",
-		"-test.v",
-	}
-	if r.Timeout > 0 {
-		// Let the test binary's own alarm fire first: it prints every
-		// goroutine's stack, which says where the test hung.
-		args = append(args, "-test.timeout", (r.Timeout * 9 / 10).String())
-	}
+	args := r.args()
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.Binary, args...)
@@ -92,10 +87,36 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 	return res, nil
 }
 
+// args are the test binary's arguments for this run.
+func (r testRun) args() []string {
+	run := "^" + regexp.QuoteMeta(r.Test) + "$"
+	if r.Sub != "" {
+		run += "/" + r.Sub
+	}
+	args := []string{
+		"-test.run", run,
+		"-test.count", "1",
+		"-test.v",
+	}
+	if r.Skip != "" {
+		args = append(args, "-test.skip", r.Skip)
+	}
+	if r.Timeout > 0 {
+		// Let the test binary's own alarm fire first: it prints every
+		// goroutine's stack, which says where the test hung.
+		args = append(args, "-test.timeout", (r.Timeout * 9 / 10).String())
+	}
+	return args
+}
+
 // listTests lists the top-level tests of a test binary that match run and
 // do not match skip.
 func listTests(ctx context.Context, binary, dir, run, skip string) ([]string, error) {
-	pattern := run
+	// -run and -skip take slash-separated patterns, one per level of
+	// subtests; wafl lists and starts top-level tests, so the first
+	// element selects them and the rest goes to the test binary
+	// (splitPattern).
+	pattern, _ := splitPattern(run)
 	if pattern == "" {
 		pattern = "."
 	}
@@ -110,10 +131,8 @@ func listTests(ctx context.Context, binary, dir, run, skip string) ([]string, er
 		return nil, fmt.Errorf("listing tests of %s: %v\n%s", binary, err, tail(stderr.String(), 20))
 	}
 	var skipRE *regexp.Regexp
-	if skip != "" {
-		// go test's -skip takes slash-separated patterns per level; wafl
-		// runs top-level tests, so the first element decides.
-		first, _, _ := strings.Cut(skip, "/")
+	if first, rest := splitPattern(skip); first != "" && rest == "" {
+		// A top-level skip; a skip naming subtests goes to the binary.
 		if skipRE, err = regexp.Compile(first); err != nil {
 			return nil, fmt.Errorf("--skip: %v", err)
 		}
@@ -140,4 +159,38 @@ func tail(s string, n int) string {
 		lines = append([]string{"..."}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// splitPattern splits a go test -run/-skip pattern into its top-level
+// element and the rest, at the first slash outside brackets and
+// parentheses (as the testing package does).
+func splitPattern(p string) (first, rest string) {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[', '(':
+			depth++
+		case ']', ')':
+			if depth > 0 {
+				depth--
+			}
+		case '/':
+			if depth == 0 {
+				return p[:i], p[i+1:]
+			}
+		}
+	}
+	return p, ""
+}
+
+// subtestArgs returns what the options' --run and --skip ask of each run
+// below the top level.
+func (o *Options) subtestArgs() (sub, skip string) {
+	_, sub = splitPattern(o.Run)
+	if _, rest := splitPattern(o.Skip); rest != "" {
+		skip = o.Skip
+	}
+	return sub, skip
 }

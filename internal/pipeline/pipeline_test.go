@@ -187,3 +187,34 @@ func TestApplyDetectOverridesOnlyWhatWasSet(t *testing.T) {
 		t.Errorf("params = %+v, want %+v", p, want)
 	}
 }
+
+func TestSplitPattern(t *testing.T) {
+	for _, c := range []struct{ in, first, rest string }{
+		{"", "", ""},
+		{"TestA", "TestA", ""},
+		{"TestA/b", "TestA", "b"},
+		{"TestA/b/c", "TestA", "b/c"},
+		{"Test[/]x/y", "Test[/]x", "y"},
+		{`Test\/x/y`, `Test\/x`, "y"},
+	} {
+		f, r := splitPattern(c.in)
+		if f != c.first || r != c.rest {
+			t.Errorf("splitPattern(%q) = %q, %q; want %q, %q", c.in, f, r, c.first, c.rest)
+		}
+	}
+}
+
+func TestSubtestPatternsReachTheBinary(t *testing.T) {
+	o := &Options{Run: "TestSub/a", Skip: "TestSub/b"}
+	sub, skip := o.subtestArgs()
+	r := testRun{Test: "TestSub", Sub: sub, Skip: skip}
+	got := strings.Join(r.args(), " ")
+	want := "-test.run ^TestSub$/a -test.count 1 -test.v -test.skip TestSub/b"
+	if got != want {
+		t.Errorf("args = %q, want %q", got, want)
+	}
+	// A top-level --skip filters the list instead.
+	if _, skip := (&Options{Skip: "TestX"}).subtestArgs(); skip != "" {
+		t.Errorf("top-level skip passed to the binary: %q", skip)
+	}
+}

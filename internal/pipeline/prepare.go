@@ -166,7 +166,10 @@ func prepareTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, j
 		return "error"
 	}
 	os.Remove(raw)
+	sub, skip := o.subtestArgs()
 	res, err := testRun{
+		Sub:     sub,
+		Skip:    skip,
 		Binary:  j.pkg.Binary,
 		Dir:     j.pkg.Dir,
 		Test:    test,

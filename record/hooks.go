@@ -118,10 +118,31 @@ func hook(m uint32, site uint32, slot unsafe.Pointer, op Op) {
 		inject.At(site, slot)
 		return
 	}
-	if r := active.Load(); r != nil {
-		g, c := lcc.Current()
-		r.add(g, nanotime(), g, uint64(uintptr(slot)), c, site, op)
+	r := active.Load()
+	if r == nil {
+		return
 	}
+	g, c := lcc.Current()
+	t := nanotime()
+	// The common case of recorder.add, written out here so that an event
+	// costs one call: reserve a slot in the shard's current buffer, fill
+	// it, publish it. Anything else (no buffer, full, sealed) goes to add.
+	si := g % numShards
+	if b := r.shards[si].cur.Load(); b != nil {
+		s := b.state.Load()
+		if s&^countMask == (si+1)<<ownerShift && s&countMask < bufEvents && b.state.CompareAndSwap(s, s+1) {
+			e := &b.ev[s&countMask]
+			e.time = t
+			e.g = g
+			e.obj = uint64(uintptr(slot))
+			e.clock = c
+			e.site = site
+			e.op = op
+			b.done.Add(1)
+			return
+		}
+	}
+	r.add(g, t, g, uint64(uintptr(slot)), c, site, op)
 }
 
 // Fork is the parent side of an instrumented go statement; see lcc.Fork.

@@ -176,6 +176,8 @@ func (r *recorder) isClosed() bool {
 // add appends one event to the shard of goroutine key, the goroutine
 // calling add: its own events, or the fork row it writes when it adopts,
 // so that a goroutine's fork row precedes its events in the file.
+// hook (hooks.go) inlines the first attempt of the loop below for the
+// event hooks; the two must reserve and publish slots the same way.
 func (r *recorder) add(key uint64, t int64, g, obj uint64, clock, site uint32, op Op) {
 	si := key % numShards
 	sh := &r.shards[si]

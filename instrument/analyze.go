@@ -290,14 +290,38 @@ func (r *fileRewriter) staticOp(rhs ast.Expr, slotType types.Type) string {
 			}
 		}
 	}
-	if refKind(slotType) == "interface" && tv.Type != nil {
-		if _, isIface := under(tv.Type).(*types.Interface); !isIface {
-			if _, isTP := types.Unalias(tv.Type).(*types.TypeParam); !isTP {
-				return "init" // a concrete value in an interface is never nil
-			}
-		}
+	if tv.Type == nil {
+		return "store"
+	}
+	return storeOpFor(tv.Type, slotType)
+}
+
+// storeOpFor is the op of storing a value of type vt, not statically nil
+// or new, into a slot of type slotType: "init" for a concrete value into an
+// interface slot (never nil, even a nil pointer), "store-any" for a value
+// of type-parameter type into an interface slot (nil only if the type
+// argument is an interface holding nil: the helper tests any(v) == nil,
+// not the value's first word), otherwise "store" (the value's first word
+// tells: pointer, map, chan, func, or an interface's type word).
+func storeOpFor(vt, slotType types.Type) string {
+	if refKind(slotType) != "interface" {
+		return "store"
+	}
+	if _, isTP := types.Unalias(vt).(*types.TypeParam); isTP {
+		return "store-any"
+	}
+	if _, isIface := under(vt).(*types.Interface); !isIface {
+		return "init"
 	}
 	return "store"
+}
+
+// siteKind is the site table kind of a store op.
+func siteKind(op string) string {
+	if op == "store-any" {
+		return "store"
+	}
+	return op
 }
 
 // atomicKind reports whether t (or *t) is sync/atomic.Pointer[T] ("pointer")

@@ -450,9 +450,12 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			if b.oldLang {
 				fr.src = withLang(fr.src, minUserLang, nf.name)
 			}
+			// Rewritten files keep their names; the external test package's
+			// and the generated files live in subdirectories of their own
+			// so that no user file name can collide with them.
 			out := filepath.Join(outDir, filepath.Base(nf.name))
 			if i == 1 {
-				out = filepath.Join(outDir, "xtest_"+filepath.Base(nf.name))
+				out = filepath.Join(outDir, "_xtest", filepath.Base(nf.name))
 			}
 			if err := writeIfChanged(out, fr.src); err != nil {
 				return err
@@ -486,7 +489,7 @@ func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) e
 	if _, err := os.Stat(target); err == nil {
 		return fmt.Errorf("%s: exists; wafl needs this name for a generated file", target)
 	}
-	out := filepath.Join(outDir, "wafl_"+base)
+	out := filepath.Join(outDir, "_generated", base)
 	if err := writeIfChanged(out, src); err != nil {
 		return err
 	}

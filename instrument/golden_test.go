@@ -101,7 +101,7 @@ func TestGolden(t *testing.T) {
 				files = append(files, f)
 				got, err := os.ReadFile(filepath.Join(out, f.Name))
 				if os.IsNotExist(err) {
-					got, err = os.ReadFile(filepath.Join(out, "xtest_"+f.Name))
+					got, err = os.ReadFile(filepath.Join(out, "_xtest", f.Name))
 				}
 				if os.IsNotExist(err) {
 					if _, ok := want[f.Name]; ok {

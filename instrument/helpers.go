@@ -67,6 +67,16 @@ func _waflStore[T, S any](site uint32, v T, slot *S) T {
 	return v
 }
 
+// _waflStoreAny is _waflStore for a value of type-parameter type stored
+// into an interface slot: the slot ends up nil only if v is itself a nil
+// interface, which any(v) preserves.
+func _waflStoreAny[T, S any](site uint32, v T, slot *S) T {
+	if _wafl.CurrentMode() != 0 {
+		_waflStoreSlow(site, _wafl_unsafe.Pointer(slot), any(v) == nil)
+	}
+	return v
+}
+
 //go:noinline
 func _waflStoreSlow(site uint32, slot _wafl_unsafe.Pointer, isNil bool) {
 	_wafl.Store(site, slot, isNil)

@@ -23,6 +23,7 @@ import (
 const (
 	hUse        = "_waflUse"
 	hStore      = "_waflStore"
+	hStoreAny   = "_waflStoreAny"
 	hInit       = "_waflInit"
 	hNil        = "_waflNil"
 	hSend       = "_waflSend"
@@ -261,6 +262,14 @@ func (r *fileRewriter) walk(root ast.Node) {
 			stack = stack[:len(stack)-1]
 			return true
 		}
+		if e, ok := n.(ast.Expr); ok {
+			// Constant expressions (len(*p) of a pointer to an array, say)
+			// are evaluated by the compiler: no access happens at run
+			// time, and a hook would make them non-constant.
+			if tv, ok := r.info.Types[e]; ok && tv.Value != nil {
+				return false // no f(nil) follows: nothing was pushed
+			}
+		}
 		var parent ast.Node
 		if len(stack) > 0 {
 			parent = stack[len(stack)-1]
@@ -459,7 +468,7 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 				continue
 			}
 			op := r.staticOp(n.Rhs[i], typeOf(r.info, l))
-			id := r.site(op, l, l)
+			id := r.site(siteKind(op), l, l)
 			r.add(n.Rhs[i], action{kind: actStore, site: id, op: op, lhs: l})
 			r.clones[n.Rhs[i]] = nil // filled in from the dst tree
 		}
@@ -490,10 +499,8 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 				vt = typeOf(r.info, n.Rhs[0])
 			}
 			op := "store"
-			if vt != nil && refKind(typeOf(r.info, l)) == "interface" {
-				if _, isIface := under(vt).(*types.Interface); !isIface {
-					op = "init"
-				}
+			if vt != nil {
+				op = storeOpFor(vt, typeOf(r.info, l))
 			}
 			slots[i] = &tupleSlot{op: op}
 		}
@@ -510,7 +517,7 @@ func (r *fileRewriter) assign(n *ast.AssignStmt, parent ast.Node) {
 	}
 	for i, l := range n.Lhs {
 		if s := slots[i]; s != nil {
-			s.site = r.site(s.op, l, l)
+			s.site = r.site(siteKind(s.op), l, l)
 		}
 	}
 	r.add(n, action{kind: actTuple, slots: slots})
@@ -624,6 +631,8 @@ func (r *fileRewriter) applyOne(act action, a ast.Node, n dst.Node) dst.Node {
 			return call(hNil, siteLit(act.site), addr(slot))
 		case "init":
 			return call(hInit, siteLit(act.site), x, addr(slot))
+		case "store-any":
+			return call(hStoreAny, siteLit(act.site), x, addr(slot))
 		default:
 			return call(hStore, siteLit(act.site), x, addr(slot))
 		}
@@ -649,9 +658,12 @@ func (r *fileRewriter) tuple(act action, a *ast.AssignStmt, n *dst.AssignStmt) d
 		var v dst.Expr = dst.NewIdent(name)
 		if s, ok := act.slots[i]; ok {
 			slot := addr(r.clones[a.Lhs[i]])
-			if s.op == "init" {
+			switch s.op {
+			case "init":
 				v = call(hInit, siteLit(s.site), v, slot)
-			} else {
+			case "store-any":
+				v = call(hStoreAny, siteLit(s.site), v, slot)
+			default:
 				v = call(hStore, siteLit(s.site), v, slot)
 			}
 		}

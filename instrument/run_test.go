@@ -157,7 +157,7 @@ func checkEvents(t *testing.T, p *Package, path string) {
 	for _, c := range []struct {
 		kind, expr string
 		line       int
-	}{{"store", "h.err", 35}, {"store", "h.fn", 36}, {"atomic-store", "h.cur", 37}} {
+	}{{"store", "h.err", 35}, {"store", "h.fn", 36}, {"atomic-store", "h.cur", 37}, {"store", "b.val", 44}} {
 		var id uint32
 		for _, s := range tab.Sites {
 			if s.Kind == c.kind && s.Expr == c.expr && s.Line == c.line {
@@ -309,5 +309,33 @@ func TestHelpersInline(t *testing.T) {
 		if !regexp.MustCompile(`can inline ` + h + `\[go\.shape`).Match(out) {
 			t.Errorf("%s is not inlinable any more", h)
 		}
+	}
+}
+
+// TestBuildOddButValidPackages: code that go test builds must build
+// instrumented too — constant expressions through pointers, user files
+// named like wafl's generated ones, external test files named like
+// internal ones.
+func TestBuildOddButValidPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a test binary")
+	}
+	tmp := t.TempDir()
+	writeFile(t, filepath.Join(tmp, "go.mod"), "module example.com/odd\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(tmp, "p", "wafl_helpers.go"), "package p\n\nvar G *[4]int\n\nconst N = len(*G)\n\ntype T struct{ a *[3]int }\n\nfunc (t *T) Cap() int { return cap(*t.a) + len(t.a) }\n")
+	writeFile(t, filepath.Join(tmp, "p", "helpers.go"), "package p\n\nfunc Helper() int { return N }\n")
+	writeFile(t, filepath.Join(tmp, "p", "a_test.go"), "package p\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) {\n\tif N != 4 || Helper() != 4 || (&T{}).Cap() != 6 {\n\t\tt.Fatal(N)\n\t}\n}\n")
+	writeFile(t, filepath.Join(tmp, "p", "xtest_a_test.go"), "package p\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n")
+	writeFile(t, filepath.Join(tmp, "p", "x_test.go"), "package p_test\n\nimport (\n\t\"testing\"\n\n\t\"example.com/odd/p\"\n)\n\nfunc TestExt(t *testing.T) {\n\tif p.N != 4 {\n\t\tt.Fatal(p.N)\n\t}\n}\n")
+	var log strings.Builder
+	res, err := Build(context.Background(), Config{Dir: tmp, Patterns: []string{"./..."}, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Packages) != 1 || res.Packages[0].Err != nil {
+		t.Fatalf("packages: %+v\nlog:\n%s", res.Packages, log.String())
+	}
+	if out, err := exec.Command(res.Packages[0].Binary, "-test.count=1", "-test.v").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -33,7 +33,7 @@ func File(ctx context.Context, path string, opts Options) (*plans.Plan, *Stats, 
 			bin := r.Meta().Binary
 			r.Close()
 			if bin != "" {
-				if h, err := hashFile(bin); err == nil {
+				if h, err := HashFile(bin); err == nil {
 					opts.BinaryHash = h
 				}
 			}
@@ -69,7 +69,9 @@ func Reader(ctx context.Context, name string, open func() (io.Reader, error), op
 	return p, st, nil
 }
 
-func hashFile(path string) (string, error) {
+// HashFile returns the "sha256:<hex>" digest of a file, the form plans
+// record as Provenance.BinaryHash.
+func HashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

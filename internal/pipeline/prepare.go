@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -98,7 +96,7 @@ func build(ctx context.Context, o *Options, ws *workspace, sum *Summary, list bo
 		}
 		sum.PackagesBuilt++
 		pb := &pkgBuild{Package: p}
-		if pb.hash, err = fileHash(p.Binary); err != nil {
+		if pb.hash, err = analyze.HashFile(p.Binary); err != nil {
 			sum.problem(Problem{Package: p.ImportPath, Phase: "build", Reason: err.Error()})
 			continue
 		}
@@ -272,18 +270,6 @@ func forEach[T any](ctx context.Context, n int, jobs []T, fn func(T)) error {
 	return ctx.Err()
 }
 
-func fileHash(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // failureExcerpt returns the interesting end of a failed run's output.
 func failureExcerpt(path string) string {

@@ -270,7 +270,6 @@ func forEach[T any](ctx context.Context, n int, jobs []T, fn func(T)) error {
 	return ctx.Err()
 }
 
-
 // failureExcerpt returns the interesting end of a failed run's output.
 func failureExcerpt(path string) string {
 	data, err := os.ReadFile(path)

@@ -1,0 +1,43 @@
+package abi
+
+// Environment variables through which wafl drives an instrumented test
+// binary (docs/design.md). The runtime removes them from its environment
+// once read, so processes the test starts do not inherit them.
+const (
+	EnvMode  = "WAFL_MODE"  // ModeRecord or ModeDetect; unset: hooks off
+	EnvTrace = "WAFL_TRACE" // record: the raw spill file the recorder writes
+	EnvPlan  = "WAFL_PLAN"  // detect: the test's plan file
+	EnvSeed  = "WAFL_SEED"  // detect: seed of every random decision (decimal uint64)
+	EnvRun   = "WAFL_RUN"   // detect: run number, copied into the log
+	EnvLog   = "WAFL_LOG"   // detect: JSON-lines log, appended to record by record
+	EnvCrash = "WAFL_CRASH" // detect: file given to runtime/debug.SetCrashOutput
+	// EnvAblate switches parts of the algorithm off, for ablation studies
+	// (thesis Table 6.4): a comma-separated list of "interference" (never
+	// skip a delay for an interfering delay in progress), "hb" (no
+	// happens-before inference) and "decay" (probabilities never decay).
+	EnvAblate = "WAFL_ABLATE"
+)
+
+// EnvNames lists every WAFL_* variable, for clearing an environment.
+var EnvNames = []string{EnvMode, EnvTrace, EnvPlan, EnvSeed, EnvRun, EnvLog, EnvCrash, EnvAblate}
+
+// Values of EnvMode.
+const (
+	ModeRecord = "record" // preparation run: events go to the spill file
+	ModeDetect = "detect" // detection run: delays from the plan
+)
+
+// Exit statuses of a test binary whose run could not start.
+const (
+	// ExitSetup: a detection run could not set up (unreadable plan, bad
+	// WAFL_SEED, unwritable log). The cause is on standard error, prefixed
+	// "wafl: detect:".
+	ExitSetup = 3
+	// ExitRecordSetup: a preparation run could not start recording (bad
+	// WAFL_MODE, no or unwritable WAFL_TRACE). The cause is on standard
+	// error, prefixed "wafl runtime:".
+	ExitRecordSetup = 2
+)
+
+// Env returns "NAME=value", for building a child's environment.
+func Env(name, value string) string { return name + "=" + value }

@@ -1,0 +1,57 @@
+package abi
+
+// Op is the kind of an event. The numeric values are part of the on-disk
+// trace format (docs/trace-format.md); never renumber them.
+type Op uint8
+
+const (
+	OpNone    Op = 0
+	OpInit    Op = 1 // a slot goes nil -> non-nil (x.f = v, v != nil; p.Store(v))
+	OpUse     Op = 2 // the value in a slot is dereferenced (x.f.g, x.f.M(), x.m[k] = v, x.ch <- v)
+	OpDispose Op = 3 // a slot goes non-nil -> nil, or its channel is closed
+	OpFork    Op = 4 // an instrumented go statement started a goroutine (trace only)
+)
+
+// NumOps bounds the op codes: every valid Op is below it.
+const NumOps = 5
+
+// FormatVersion is the version of the event format: the op codes, their
+// arguments and the raw record layout. It is written into every raw spill
+// file header (RawVersion) and every Arrow trace's schema metadata. Bump it
+// for any incompatible change, and add a Specs entry for a new op.
+const FormatVersion = 1
+
+// Spec describes one kind of event: what each of a row's columns means for
+// it. An empty argument name means the column is unused (zero).
+type Spec struct {
+	Op    Op
+	Name  string // as in String and the text dump
+	Obj   string // meaning of the obj column
+	Clock string // meaning of the clock column
+	Site  string // meaning of the site column
+	Doc   string
+}
+
+// Specs is the event table, indexed by Op. Every row also has the time (ns,
+// monotonic) and the goroutine id g: the goroutine that made the access, or
+// for a fork row the parent.
+var Specs = [NumOps]Spec{
+	OpNone:    {Op: OpNone, Name: "none", Doc: "not an event"},
+	OpInit:    {Op: OpInit, Name: "init", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes nil -> non-nil"},
+	OpUse:     {Op: OpUse, Name: "use", Obj: "slot", Clock: "clock", Site: "site", Doc: "the value in a slot is (or will be) dereferenced"},
+	OpDispose: {Op: OpDispose, Name: "dispose", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes non-nil -> nil, or its channel is closed"},
+	OpFork:    {Op: OpFork, Name: "fork", Obj: "child goroutine", Clock: "parent's own counter at the fork", Doc: "goroutine g (the parent) started the child with an instrumented go statement"},
+}
+
+// Valid reports whether o is a known event kind.
+func (o Op) Valid() bool { return o > OpNone && o < NumOps }
+
+// Access reports whether o is a memory access (init, use or dispose).
+func (o Op) Access() bool { return o >= OpInit && o <= OpDispose }
+
+func (o Op) String() string {
+	if o < NumOps {
+		return Specs[o].Name
+	}
+	return "none"
+}

@@ -6,7 +6,8 @@
 #     up to RUNS (5) `wafl detect --runs 1` calls in the same work directory
 #     (so the plan carries over between runs), stopping at the first report;
 #   * records the runs needed to expose the bug (median over exposing tries),
-#     how many tries exposed it within 2 runs, and how many at all;
+#     how many tries exposed it within 2 runs (the preparation run and the
+#     first detection run), and how many at all;
 #   * slowdown: mean time an exposing try spends running tests (preparation
 #     run + detection runs, from wafl's "time:" summary; builds excluded)
 #     divided by one plain run of the test binary;
@@ -14,9 +15,17 @@
 #   * PLAIN (50) plain runs: whether any of them fails.
 # For every fixed twin: one prepare + RUNS detect runs must report nothing.
 #
+# Each of these is measured in every mode of MODES (default "rest load"):
+#   rest  the machine as it is;
+#   load  while a load generator this script starts keeps every core busy
+#         (LOADPROCS busy processes, default 3 per core, so the run queue is
+#         about 3x the cores, what a shared CI runner looks like); it is
+#         stopped after each bug and at exit, and each generator process
+#         ends by itself after LOADMAX seconds (default 7200) in any case.
+#
 # Usage: scripts/eval.sh [name...]      (default: all bugs)
 # Environment: WAFL (wafl binary; default builds ../cmd/wafl), TRIES, RUNS,
-#   PLAIN, OUT (default docs/evaluation.md).
+#   PLAIN, MODES, LOADPROCS, LOADMAX, OUT (default docs/evaluation.md).
 # Needs: the wafl CLI (prepare, detect --runs N --json --dir; exit 0 no bug,
 #   1 bug, 2 error), python3 (for timing and medians).
 set -euo pipefail
@@ -27,8 +36,12 @@ TRIES=${TRIES:-15}
 RUNS=${RUNS:-5}
 PLAIN=${PLAIN:-50}
 OUT=${OUT:-$root/docs/evaluation.md}
+MODES=${MODES:-rest load}
+LOADPROCS=${LOADPROCS:-$((3 * $(nproc)))}
+LOADMAX=${LOADMAX:-7200}
 work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-eval.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+loadpids=()
+trap 'load_stop; rm -rf "$work"' EXIT
 
 die() { echo "eval.sh: $*" >&2; exit 2; }
 command -v python3 >/dev/null || die "python3 is required"
@@ -40,6 +53,26 @@ else
 	wafl_from="WAFL=${WAFL}${WAFL_COMMIT:+, built from commit $WAFL_COMMIT}"
 fi
 "$WAFL" --help >/dev/null 2>&1 || die "$WAFL does not run"
+
+# load_start: LOADPROCS busy processes, each ending by itself after LOADMAX
+# seconds (timeout), so a killed script leaves nothing running for long.
+load_start() {
+	local i
+	for ((i = 0; i < LOADPROCS; i++)); do
+		timeout "$LOADMAX" sh -c 'while :; do :; done' &
+		loadpids+=($!)
+	done
+}
+
+load_stop() {
+	if ((${#loadpids[@]})); then
+		kill "${loadpids[@]}" 2>/dev/null || true
+		wait "${loadpids[@]}" 2>/dev/null || true
+	fi
+	loadpids=()
+}
+
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 # seconds DURATION...: sums Go-style durations (1.5s, 19ms, 250µs) printed by
 # wafl's "time:" summary line.
@@ -122,37 +155,57 @@ rows=()
 fixedrows=()
 for name in "${names[@]}"; do
 	[[ -d $examples/$name/fixed ]] || die "examples/$name or its fixed twin is missing"
-	echo "== $name" >&2
 	base=$(plain_seconds "$name")
-	runs=()
-	exposed=0
-	within2=0
-	secs=()
-	for ((try = 1; try <= TRIES; try++)); do
-		one_try "$name" "$work/$name.try$try"
-		r=$TRY_RUNS s=$TRY_SECS
-		echo "   try $try: runs-to-expose=$r (${s}s of test runs)" >&2
-		if [[ $r != 0 ]]; then
-			exposed=$((exposed + 1))
-			runs+=("$r")
-			secs+=("$s")
-			((r <= 2)) && within2=$((within2 + 1))
-		fi
-	done
-	median=$(python3 -c 'import statistics,sys; v=[int(x) for x in sys.argv[1:]]; m=statistics.median(v) if v else "-"; print(int(m) if m != "-" and m == int(m) else m)' "${runs[@]+"${runs[@]}"}")
-	slowdown=$(python3 -c '
+	race=$(race_reported "$name")
+	plain=$(plain_exposes "$name")
+	row="| \`$name\` |"
+	fixedrow="| \`$name/fixed\` |"
+	for mode in $MODES; do
+		case $mode in
+		rest) ;;
+		load) load_start; sleep 2 ;;
+		*) die "MODES: unknown mode $mode (want rest, load)" ;;
+		esac
+		echo "== $name ($mode, load average $(loadavg))" >&2
+		runs=()
+		exposed=0
+		within2=0
+		secs=()
+		for ((try = 1; try <= TRIES; try++)); do
+			one_try "$name" "$work/$name.try$try"
+			r=$TRY_RUNS s=$TRY_SECS
+			echo "   try $try: runs-to-expose=$r (${s}s of test runs)" >&2
+			if [[ $r != 0 ]]; then
+				exposed=$((exposed + 1))
+				runs+=("$r")
+				secs+=("$s")
+				((r <= 1)) && within2=$((within2 + 1))
+			fi
+		done
+		median=$(python3 -c 'import statistics,sys; v=[int(x) for x in sys.argv[1:]]; m=statistics.median(v) if v else "-"; print(int(m) if m != "-" and m == int(m) else m)' "${runs[@]+"${runs[@]}"}")
+		slowdown=$(python3 -c '
 import sys
 base=float(sys.argv[1]); secs=[float(x) for x in sys.argv[2:]]
 print("%.1fx" % (sum(secs)/len(secs)/base) if secs and base > 0 else "-")' "$base" "${secs[@]+"${secs[@]}"}")
-	race=$(race_reported "$name")
-	plain=$(plain_exposes "$name")
-	rows+=("| \`$name\` | $exposed/$TRIES | $median | $within2/$TRIES | $slowdown | $race | $plain |")
 
-	# fixed twin: nothing may be reported.
-	one_try "$name/fixed" "$work/$name.fixed"
-	r=$TRY_RUNS
-	if [[ $r == 0 ]]; then verdict="nothing reported in $RUNS runs"; else verdict="**REPORTED in run $r**"; fi
-	fixedrows+=("| \`$name/fixed\` | $verdict |")
+		# fixed twin: nothing may be reported.
+		one_try "$name/fixed" "$work/$name.fixed"
+		r=$TRY_RUNS
+		if [[ $r == 0 ]]; then verdict="nothing reported in $RUNS runs"; else verdict="**REPORTED in run $r**"; fi
+		load_stop
+		row+=" $within2/$TRIES | $exposed/$TRIES | $median | $slowdown |"
+		fixedrow+=" $verdict |"
+	done
+	rows+=("$row $race | $plain |")
+	fixedrows+=("$fixedrow")
+done
+
+modehdr="" modesep="" fixedhdr="" fixedsep=""
+for mode in $MODES; do
+	modehdr+=" $mode: exposed within 2 runs | $mode: tries exposed | $mode: median runs to expose | $mode: slowdown vs one plain run |"
+	modesep+="---|---|---|---|"
+	fixedhdr+=" $mode |"
+	fixedsep+="---|"
 done
 
 {
@@ -166,21 +219,27 @@ wafl: \`$("$WAFL" version 2>/dev/null || echo unknown)\` ($wafl_from).
 Each bug gets $TRIES independent tries; a try is a fresh \`wafl prepare\` followed
 by up to $RUNS \`wafl detect --runs 1\` calls sharing the plan, stopped at the
 first report. *Runs to expose* counts detection runs (the preparation run is
-not counted) and is the median over exposing tries. *Slowdown* is the mean
+not counted) and is the median over exposing tries; *exposed within 2 runs*
+counts tries exposed by the preparation run and the first detection run. *Slowdown* is the mean
 time an exposing try spent running tests (the preparation run and the
 detection runs, as reported on wafl's \`time:\` line; instrumented builds
-excluded) over the wall time of one plain run of the test binary. *Plain exposes?* runs the uninstrumented test $PLAIN times.
+excluded) over the wall time of one plain run of the test binary (measured
+at rest). *Plain exposes?* runs the uninstrumented test $PLAIN times.
 
-| bug | tries exposed | median runs to expose | exposed within 2 runs | slowdown vs one plain run | race detector | $PLAIN plain runs expose? |
-|---|---|---|---|---|---|---|
+Modes: *rest* is the machine as it is; *load* runs the same tries while
+$LOADPROCS busy processes (a shell loop each) keep all $(nproc) cores busy, as
+on a shared CI runner (load average about $LOADPROCS).
+
+| bug |$modehdr race detector | $PLAIN plain runs expose? |
+|---|${modesep}---|---|
 HDR
 	printf '%s\n' "${rows[@]}"
 	cat <<HDR
 
 ## Fixed twins (false positives)
 
-| package | wafl |
-|---|---|
+| package |$fixedhdr
+|---|$fixedsep
 HDR
 	printf '%s\n' "${fixedrows[@]}"
 } >"$OUT"

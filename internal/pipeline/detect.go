@@ -199,7 +199,7 @@ func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, pr
 			sum.problem(Problem{pkg, test, "detect", err.Error()})
 			return 0, "error"
 		}
-		report.UpdatePlan(plan, rr)
+		plan.ApplyRun(rr.PlanOutcome())
 		if err := plans.Save(planPath, plan); err != nil {
 			sum.problem(Problem{pkg, test, "detect", err.Error()})
 			return 0, "error"

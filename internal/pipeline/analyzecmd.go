@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,9 +13,7 @@ import (
 // AnalyzeFiles analyzes preparation traces into plans: each TRACE.arrows
 // into TRACE.plan.json, or the single trace into out.
 func AnalyzeFiles(ctx context.Context, o AnalyzeOptions, traces []string, out string) error {
-	if o.Stdout == nil {
-		o.Stdout = os.Stdout
-	}
+	o.streams()
 	failed := 0
 	for _, tr := range traces {
 		dst := out

@@ -104,15 +104,20 @@ func (t *Tests) defaults() {
 	}
 }
 
-// workspace fills the default streams and resolves the module root and
-// the work directory, creating it.
-func (c *Common) workspace() (*workspace, error) {
+// streams fills the default output streams.
+func (c *Common) streams() {
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
 	}
 	if c.Stderr == nil {
 		c.Stderr = io.Discard
 	}
+}
+
+// workspace fills the default streams and resolves the module root and
+// the work directory, creating it.
+func (c *Common) workspace() (*workspace, error) {
+	c.streams()
 	dir := c.Dir
 	if dir == "" {
 		var err error

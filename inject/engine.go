@@ -330,16 +330,13 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	e.active.Add(-1)
 }
 
-// decay lowers l's probability by λ (not below 0; within 1e-9 of 0 is 0,
-// as plans.Plan.Decay) and takes l out of S when it reaches 0.
+// decay lowers l's probability by λ (plans.Decayed) and takes l out of S
+// when it reaches 0.
 func (e *engine) decay(l *loc) float64 {
 	lambda := e.params.Decay
 	for {
 		old := l.probBits.Load()
-		p := math.Float64frombits(old) - lambda
-		if p < 1e-9 {
-			p = 0
-		}
+		p := plans.Decayed(math.Float64frombits(old), lambda)
 		if l.probBits.CompareAndSwap(old, math.Float64bits(p)) {
 			if p == 0 {
 				e.kill(l)

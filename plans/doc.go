@@ -2,4 +2,10 @@
 // per-location delay lengths, probabilities, candidate pairs and
 // interference sets, plus the parameters and provenance that produced it
 // and the state detection runs update (WAFL thesis §4.1–4.4).
+//
+// plans is the one owner of plan state: the parameter defaults and how a
+// user's choices override them (DefaultParams, Overrides), the decay rule
+// (Decayed) and how a finished detection run changes a plan (ApplyRun,
+// from a RunOutcome). Other packages describe what happened; only plans
+// decides what that does to a plan.
 package plans

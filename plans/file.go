@@ -5,88 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 )
-
-// Defaults of Params (WAFL thesis §4.3, TSVD §3.4.4–3.4.5).
-const (
-	DefaultNearMissNs             = int64(100e6) // δ = 100 ms
-	DefaultAlpha                  = 1.25         // α
-	DefaultMinDelayNs             = int64(1e6)   // 1 ms
-	DefaultMaxDelayNs             = int64(100e6) // 100 ms
-	DefaultDecay                  = 0.1          // λ
-	DefaultHBFactor               = 0.5          // δhb
-	DefaultMaxDelayPerGoroutineNs = int64(1e9)   // 1 s
-	DefaultMaxDelayPerRunNs       = int64(5e9)   // 5 s
-	DefaultGraceNs                = int64(250e6) // 250 ms
-)
-
-// Pruning reasons recorded in Pair.Pruned.
-const (
-	PrunedHB  = "hb-inference" // a delay at ℓ1 stalled ℓ2's goroutine (TSVD §3.4.4)
-	PrunedBug = "bug-found"    // the pair was exposed as a bug
-)
-
-// DefaultParams returns the default parameters.
-func DefaultParams() Params {
-	return Params{
-		NearMissNs:             DefaultNearMissNs,
-		Alpha:                  DefaultAlpha,
-		MinDelayNs:             DefaultMinDelayNs,
-		MaxDelayNs:             DefaultMaxDelayNs,
-		Decay:                  DefaultDecay,
-		HBFactor:               DefaultHBFactor,
-		MaxDelayPerGoroutineNs: DefaultMaxDelayPerGoroutineNs,
-		MaxDelayPerRunNs:       DefaultMaxDelayPerRunNs,
-		GraceNs:                DefaultGraceNs,
-	}
-}
-
-// Delay returns the delay for a location whose largest observed gap is
-// gapNs: Alpha × gapNs clamped to [MinDelayNs, MaxDelayNs] (thesis §4.3).
-func (p Params) Delay(gapNs int64) int64 {
-	d := float64(gapNs) * p.Alpha
-	if d >= float64(p.MaxDelayNs) || math.IsNaN(d) {
-		return p.MaxDelayNs
-	}
-	n := int64(math.Ceil(d))
-	if n < p.MinDelayNs {
-		return p.MinDelayNs
-	}
-	if n > p.MaxDelayNs {
-		return p.MaxDelayNs
-	}
-	return n
-}
-
-// Validate reports the first parameter that is out of range.
-func (p Params) Validate() error {
-	switch {
-	case p.NearMissNs <= 0:
-		return fmt.Errorf("near_miss_ns must be > 0, got %d", p.NearMissNs)
-	case !(p.Alpha >= 1) || math.IsInf(p.Alpha, 0):
-		return fmt.Errorf("alpha must be a finite number ≥ 1, got %v", p.Alpha)
-	case p.MinDelayNs <= 0:
-		return fmt.Errorf("min_delay_ns must be > 0, got %d", p.MinDelayNs)
-	case p.MaxDelayNs < p.MinDelayNs:
-		return fmt.Errorf("max_delay_ns (%d) must be ≥ min_delay_ns (%d)", p.MaxDelayNs, p.MinDelayNs)
-	case !(p.Decay >= 0 && p.Decay <= 1):
-		return fmt.Errorf("decay must be in [0,1], got %v", p.Decay)
-	case !(p.HBFactor >= 0) || math.IsInf(p.HBFactor, 0):
-		return fmt.Errorf("hb_factor must be a finite number ≥ 0, got %v", p.HBFactor)
-	case p.MaxDelayPerGoroutineNs < 0:
-		return fmt.Errorf("max_delay_per_goroutine_ns must be ≥ 0, got %d", p.MaxDelayPerGoroutineNs)
-	case p.MaxDelayPerRunNs < 0:
-		return fmt.Errorf("max_delay_per_run_ns must be ≥ 0, got %d", p.MaxDelayPerRunNs)
-	case p.GraceNs < 0:
-		return fmt.Errorf("grace_ns must be ≥ 0, got %d", p.GraceNs)
-	}
-	return nil
-}
 
 // Validate checks the plan's internal consistency: the version, the
 // parameters, locations sorted by site with probabilities in [0,1], pairs
@@ -309,78 +232,6 @@ func (p *Plan) Empty() bool {
 	for i := range p.Locations {
 		if p.Locations[i].Live() {
 			return false
-		}
-	}
-	return true
-}
-
-// PrunePair marks every unpruned pair (first → second), of either kind, as
-// pruned for reason and returns how many it marked.
-func (p *Plan) PrunePair(first, second uint32, reason string) int {
-	l := p.Location(first)
-	if l == nil {
-		return 0
-	}
-	n := 0
-	for i := range l.Pairs {
-		if pr := &l.Pairs[i]; pr.Second == second && pr.Pruned == "" {
-			pr.Pruned = reason
-			n++
-		}
-	}
-	return n
-}
-
-// Decay lowers the probability of site by lambda (TSVD §3.4.5), not below
-// 0, and returns the new probability (0 for an unknown site). Values that
-// end within 1e-9 of 0 become exactly 0, so that 10 decays of 0.1 reach 0.
-func (p *Plan) Decay(site uint32, lambda float64) float64 {
-	l := p.Location(site)
-	if l == nil {
-		return 0
-	}
-	l.Prob -= lambda
-	if l.Prob < 1e-9 {
-		l.Prob = 0
-	}
-	if l.Prob > 1 {
-		l.Prob = 1
-	}
-	return l.Prob
-}
-
-// AddBug records a bug a detection run exposed and removes its pairs from
-// S: for a use-before-init bug, the pair (Delayed → Failing) when present,
-// else every use-before-init pair of Delayed; for a use-after-dispose bug
-// (the delayed use itself usually fails), the pair (Delayed → Failing)
-// when present, else every use-after-dispose pair of Delayed. It returns
-// false, recording nothing, when the same (kind, delayed, failing) bug is
-// already recorded.
-func (p *Plan) AddBug(b Bug) bool {
-	for _, o := range p.Bugs {
-		if o.Kind == b.Kind && o.Delayed == b.Delayed && o.Failing == b.Failing {
-			return false
-		}
-	}
-	p.Bugs = append(p.Bugs, b)
-	l := p.Location(b.Delayed)
-	if l == nil {
-		return true
-	}
-	exact := false
-	for i := range l.Pairs {
-		if pr := &l.Pairs[i]; pr.Kind == b.Kind && pr.Second == b.Failing {
-			exact = true
-			if pr.Pruned == "" {
-				pr.Pruned = PrunedBug
-			}
-		}
-	}
-	if !exact {
-		for i := range l.Pairs {
-			if pr := &l.Pairs[i]; pr.Kind == b.Kind && pr.Pruned == "" {
-				pr.Pruned = PrunedBug
-			}
 		}
 	}
 	return true

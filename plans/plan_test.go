@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func samplePlan() *Plan {
@@ -167,6 +168,87 @@ func TestAddBugPrunesItsPairs(t *testing.T) {
 	}
 	if len(p.Bugs) != 2 {
 		t.Fatalf("bugs: %v", p.Bugs)
+	}
+}
+
+func TestDecayed(t *testing.T) {
+	for _, c := range []struct{ prob, lambda, want float64 }{
+		{1, 0.1, 0.9},
+		{0.05, 0.1, 0},        // not below 0
+		{0.1 + 1e-10, 0.1, 0}, // within 1e-9 of 0 is 0
+		{0.5, 0, 0.5},
+		{0.95, -0.1, 1}, // not above 1
+	} {
+		if got := Decayed(c.prob, c.lambda); got != c.want {
+			t.Errorf("Decayed(%v, %v) = %v, want %v", c.prob, c.lambda, got, c.want)
+		}
+	}
+}
+
+// TestApplyRun: delays count at their location; ended delays that exposed
+// nothing decay it; HB prunes, the run and the bug are recorded.
+func TestApplyRun(t *testing.T) {
+	p := samplePlan()
+	bug := &Bug{Kind: UseAfterDispose, Delayed: 7, Failing: 8, Run: 4, Seed: 9, Panic: "send on closed channel"}
+	p.ApplyRun(RunOutcome{
+		Run: Run{N: 4, Seed: 9, Delays: 4, Outcome: "bug"},
+		Delays: []RunDelay{
+			{Site: 3, Ended: true},
+			{Site: 3},                             // cut short by the crash
+			{Site: 7, Ended: true, Exposed: true}, // exposed the bug
+			{Site: 42, Ended: true},               // not in the plan
+		},
+		Pruned: []PairID{{First: 3, Second: 5}},
+		Bug:    bug,
+	})
+	l3, l7 := p.Location(3), p.Location(7)
+	if l3.Delays != 2 || l3.Prob != 0.9 || l7.Delays != 1 || l7.Prob != 1 {
+		t.Errorf("site 3: delays %d prob %v; site 7: delays %d prob %v; want 2 0.9, 1 1",
+			l3.Delays, l3.Prob, l7.Delays, l7.Prob)
+	}
+	if l3.Pairs[0].Pruned != PrunedHB || l3.Pairs[1].Pruned != "" {
+		t.Errorf("HB prune of 3→5: %+v", l3.Pairs)
+	}
+	if l7.Pairs[0].Pruned != PrunedBug || len(p.Bugs) != 1 || p.Bugs[0] != *bug {
+		t.Errorf("bug: %+v, pair %+v", p.Bugs, l7.Pairs[0])
+	}
+	if len(p.Runs) != 1 || p.Runs[0].N != 4 || p.Runs[0].Outcome != "bug" {
+		t.Errorf("runs: %+v", p.Runs)
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("plan after ApplyRun: %v", err)
+	}
+
+	// A run with decay switched off lowers no probability.
+	p = samplePlan()
+	p.ApplyRun(RunOutcome{Delays: []RunDelay{{Site: 3, Ended: true}}, NoDecay: true})
+	if l := p.Location(3); l.Prob != 1 || l.Delays != 1 {
+		t.Errorf("decay off: prob %v delays %d, want 1 1", l.Prob, l.Delays)
+	}
+}
+
+// TestOverrides: a zero field keeps the value it would replace; an
+// existing plan takes only the detection-run parameters.
+func TestOverrides(t *testing.T) {
+	if p := (Overrides{}).NewParams(); p != DefaultParams() {
+		t.Errorf("no overrides: %+v, want the defaults", p)
+	}
+	o := Overrides{NearMiss: 50 * time.Millisecond, Alpha: 2, Decay: 0.5, MaxDelayPerRun: 2 * time.Second}
+	want := DefaultParams()
+	want.NearMissNs, want.Alpha, want.Decay, want.MaxDelayPerRunNs = int64(50*time.Millisecond), 2, 0.5, int64(2*time.Second)
+	if p := o.NewParams(); p != want {
+		t.Errorf("NewParams = %+v, want %+v", p, want)
+	}
+	p := DefaultParams()
+	want = p
+	(Overrides{}).ApplyDetection(&p)
+	if p != want {
+		t.Errorf("empty overrides changed params: %+v", p)
+	}
+	o.ApplyDetection(&p)
+	want.Decay, want.MaxDelayPerRunNs = 0.5, int64(2*time.Second)
+	if p != want {
+		t.Errorf("ApplyDetection = %+v, want %+v (analysis parameters kept)", p, want)
 	}
 }
 

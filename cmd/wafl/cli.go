@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memorder/wafl/internal/pipeline"
+	"github.com/memorder/wafl/plans"
 )
 
 // Exit statuses.
@@ -28,6 +29,8 @@ var errBugs = errors.New("bugs found")
 
 // usageError marks errors caused by how wafl was invoked.
 type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 // Main runs wafl with os.Args and the process's standard streams.
 func Main() int {
@@ -57,7 +60,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	var common pipeline.Options
+	// The global flags and the streams; every command copies them into its
+	// own options once the flags are parsed.
+	common := &pipeline.Common{Stdout: stdout, Stderr: stderr}
 	root := &cobra.Command{
 		Use:   "wafl",
 		Short: "Find MEMORDER concurrency bugs in Go tests by active delay injection",
@@ -78,32 +83,52 @@ and reports the panics they cause.`,
 	pf.BoolVarP(&common.Verbose, "verbose", "v", false, "print every step")
 
 	root.AddCommand(
-		newPrepare(&common, stdout, stderr),
-		newDetect(&common, stdout, stderr),
-		newInstrument(&common, stdout, stderr),
-		newAnalyze(&common, stdout, stderr),
-		newReport(&common, stdout, stderr),
+		newPrepare(common),
+		newDetect(common),
+		newInstrument(common),
+		newAnalyze(common),
+		newReport(common),
 		newVersion(stdout),
 	)
 	return root
 }
 
 // testFlags registers the go test knobs that pass through to test runs.
-func testFlags(cmd *cobra.Command, o *pipeline.Options) {
+func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f := cmd.Flags()
-	f.StringVar(&o.Run, "run", "", "run only tests matching this regular expression (as go test -run)")
-	f.StringVar(&o.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
-	f.StringSliceVar(&o.Tags, "tags", nil, "build tags (as go test -tags)")
-	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "kill a test run after this long and report it")
-	f.IntVarP(&o.Parallel, "parallel", "p", runtime.NumCPU(), "test runs in parallel")
+	f.StringVar(&t.Run, "run", "", "run only tests matching this regular expression (as go test -run)")
+	f.StringVar(&t.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
+	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
+	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "test runs in parallel")
 }
 
-func analysisFlags(cmd *cobra.Command, o *pipeline.Options) {
+func tagsFlag(cmd *cobra.Command, p *pipeline.Packages) {
+	cmd.Flags().StringSliceVar(&p.Tags, "tags", nil, "build tags (as go test -tags)")
+}
+
+// analysisFlags registers the analysis parameters, with the plans defaults.
+func analysisFlags(cmd *cobra.Command, o *plans.Overrides) {
 	f := cmd.Flags()
-	f.DurationVar(&o.NearMiss, "near-miss", 100*time.Millisecond, "near-miss window δ")
-	f.Float64Var(&o.Alpha, "alpha", 1.25, "delay = alpha × largest observed gap")
-	f.DurationVar(&o.MinDelay, "min-delay", time.Millisecond, "shortest delay")
-	f.DurationVar(&o.MaxDelay, "max-delay", 100*time.Millisecond, "longest delay")
+	f.DurationVar(&o.NearMiss, "near-miss", time.Duration(plans.DefaultNearMissNs), "near-miss window δ")
+	f.Float64Var(&o.Alpha, "alpha", plans.DefaultAlpha, "delay = alpha × largest observed gap")
+	f.DurationVar(&o.MinDelay, "min-delay", time.Duration(plans.DefaultMinDelayNs), "shortest delay")
+	f.DurationVar(&o.MaxDelay, "max-delay", time.Duration(plans.DefaultMaxDelayNs), "longest delay")
+}
+
+// detectionFlags registers the detection-run parameters; unset, they keep
+// the plan's (whose defaults the help shows).
+func detectionFlags(cmd *cobra.Command, o *plans.Overrides) {
+	f := cmd.Flags()
+	f.Float64Var(&o.Decay, "decay", 0, fmt.Sprintf("probability decay λ per delay that exposes nothing (default: the plan's, %v)", plans.DefaultDecay))
+	f.DurationVar(&o.MaxDelayPerGoroutine, "max-delay-per-goroutine", 0,
+		fmt.Sprintf("cap on the total delay of one goroutine in a run (default: the plan's, %v)", time.Duration(plans.DefaultMaxDelayPerGoroutineNs)))
+	f.DurationVar(&o.MaxDelayPerRun, "max-delay-per-run", 0,
+		fmt.Sprintf("cap on the total delay of one run (default: the plan's, %v)", time.Duration(plans.DefaultMaxDelayPerRunNs)))
+}
+
+func reportFlags(cmd *cobra.Command, r *pipeline.Reports, jsonUsage string) {
+	cmd.Flags().BoolVar(&r.JSON, "json", false, jsonUsage)
+	cmd.Flags().StringVar(&r.SARIF, "sarif", "", "write a SARIF 2.1.0 report to this file")
 }
 
 func packagesArgs(args []string) []string {
@@ -113,8 +138,8 @@ func packagesArgs(args []string) []string {
 	return args
 }
 
-func newPrepare(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Command {
-	o := new(pipeline.Options)
+func newPrepare(common *pipeline.Common) *cobra.Command {
+	o := new(pipeline.PrepareOptions)
 	cmd := &cobra.Command{
 		Use:   "prepare [packages]",
 		Short: "Instrument packages, run each test once delay-free and plan delays",
@@ -124,9 +149,8 @@ init/use/dispose events, and analyzes each trace into a delay plan. Everything
 goes under the work directory (.wafl at the module root); the source tree is
 not modified.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Inherit(common)
+			o.Common = *common
 			o.Patterns = packagesArgs(args)
-			o.Stdout, o.Stderr = stdout, stderr
 			sum, err := pipeline.Prepare(cmd.Context(), *o)
 			if err != nil {
 				return err
@@ -134,13 +158,14 @@ not modified.`,
 			return sum.Err()
 		},
 	}
-	testFlags(cmd, o)
-	analysisFlags(cmd, o)
+	testFlags(cmd, &o.Tests)
+	tagsFlag(cmd, &o.Packages)
+	analysisFlags(cmd, &o.Params)
 	return cmd
 }
 
-func newDetect(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Command {
-	o := new(pipeline.Options)
+func newDetect(common *pipeline.Common) *cobra.Command {
+	o := new(pipeline.DetectOptions)
 	cmd := &cobra.Command{
 		Use:   "detect [packages]",
 		Short: "Run tests with planned delays and report the MEMORDER bugs they expose",
@@ -149,9 +174,8 @@ no plan yet) with delays injected as planned, until a bug shows or --runs runs a
 used, saving the plan after each run. Bugs are reported only when an injected delay
 caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Inherit(common)
+			o.Common = *common
 			o.Patterns = packagesArgs(args)
-			o.Stdout, o.Stderr = stdout, stderr
 			o.SeedSet = cmd.Flags().Changed("seed")
 			for _, a := range o.Ablate {
 				switch a {
@@ -161,7 +185,7 @@ caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
 				}
 			}
 			if o.Runs < 1 {
-				return usageError{fmt.Errorf("--runs must be at least 1")}
+				return usageError{errors.New("--runs must be at least 1")}
 			}
 			sum, err := pipeline.Detect(cmd.Context(), *o)
 			if err != nil {
@@ -176,29 +200,26 @@ caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
 			return nil
 		},
 	}
-	testFlags(cmd, o)
-	analysisFlags(cmd, o)
+	testFlags(cmd, &o.Tests)
+	tagsFlag(cmd, &o.Packages)
+	analysisFlags(cmd, &o.Params)
+	detectionFlags(cmd, &o.Params)
 	f := cmd.Flags()
-	f.IntVar(&o.Runs, "runs", 3, "detection runs per test")
+	f.IntVar(&o.Runs, "runs", pipeline.DefaultRuns, "detection runs per test")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for every random decision (default: random, recorded in reports)")
-	f.Float64Var(&o.Decay, "decay", 0, "probability decay λ per delay that exposes nothing (default: the plan's, 0.1)")
-	f.DurationVar(&o.CapGoroutine, "max-delay-per-goroutine", 0, "cap on the total delay of one goroutine in a run (default: the plan's, 1s)")
-	f.DurationVar(&o.CapRun, "max-delay-per-run", 0, "cap on the total delay of one run (default: the plan's, 5s)")
 	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay")
-	f.BoolVar(&o.JSON, "json", false, "print the report JSON to stdout")
-	f.StringVar(&o.SARIF, "sarif", "", "write a SARIF 2.1.0 report to this file")
+	reportFlags(cmd, &o.Reports, "print the report JSON to stdout")
 	return cmd
 }
 
-func newInstrument(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Command {
-	o := new(pipeline.Options)
+func newInstrument(common *pipeline.Common) *cobra.Command {
+	o := new(pipeline.InstrumentOptions)
 	cmd := &cobra.Command{
 		Use:   "instrument [packages]",
 		Short: "Instrument and build test binaries only; print where they went",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Inherit(common)
+			o.Common = *common
 			o.Patterns = packagesArgs(args)
-			o.Stdout, o.Stderr = stdout, stderr
 			sum, err := pipeline.Instrument(cmd.Context(), *o)
 			if err != nil {
 				return err
@@ -206,12 +227,12 @@ func newInstrument(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Co
 			return sum.Err()
 		},
 	}
-	cmd.Flags().StringSliceVar(&o.Tags, "tags", nil, "build tags (as go test -tags)")
+	tagsFlag(cmd, &o.Packages)
 	return cmd
 }
 
-func newAnalyze(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Command {
-	o := new(pipeline.Options)
+func newAnalyze(common *pipeline.Common) *cobra.Command {
+	o := new(pipeline.AnalyzeOptions)
 	var out string
 	cmd := &cobra.Command{
 		Use:   "analyze TRACE...",
@@ -222,27 +243,25 @@ for every test; this command reruns the analysis, for example with other
 parameters.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Inherit(common)
-			o.Stdout, o.Stderr = stdout, stderr
+			o.Common = *common
 			if out != "" && len(args) > 1 {
-				return usageError{fmt.Errorf("-o needs exactly one trace")}
+				return usageError{errors.New("-o needs exactly one trace")}
 			}
 			return pipeline.AnalyzeFiles(cmd.Context(), *o, args, out)
 		},
 	}
-	analysisFlags(cmd, o)
+	analysisFlags(cmd, &o.Params)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "plan file to write")
 	return cmd
 }
 
-func newReport(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Command {
-	o := new(pipeline.Options)
+func newReport(common *pipeline.Common) *cobra.Command {
+	o := new(pipeline.ReportOptions)
 	cmd := &cobra.Command{
 		Use:   "report [REPORT.json...]",
 		Short: "Print bug reports (default: all reports in the work directory)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Inherit(common)
-			o.Stdout, o.Stderr = stdout, stderr
+			o.Common = *common
 			n, err := pipeline.PrintReports(*o, args)
 			if err != nil {
 				return err
@@ -253,8 +272,7 @@ func newReport(common *pipeline.Options, stdout, stderr io.Writer) *cobra.Comman
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report JSON")
-	cmd.Flags().StringVar(&o.SARIF, "sarif", "", "write a SARIF 2.1.0 report to this file")
+	reportFlags(cmd, &o.Reports, "print the report JSON")
 	return cmd
 }
 

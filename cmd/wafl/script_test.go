@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +11,10 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// update rewrites the scripts' expected files when a cmp fails:
+// go test ./cmd/wafl -run TestScripts -update.
+var update = flag.Bool("update", false, "update testdata/script files whose cmp fails")
+
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"wafl": func() { os.Exit(Main()) },
@@ -17,7 +22,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs the user scenarios in testdata/script: each creates a
-// module, runs wafl on it and checks exit status and output.
+// module, runs wafl on it and checks exit status and output. wafl runs in
+// its own process, so scripts say so: exec wafl.
 func TestScripts(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go command not found")
@@ -32,7 +38,9 @@ func TestScripts(t *testing.T) {
 		goEnv[k] = vals[i]
 	}
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		UpdateScripts:       *update,
 		Setup: func(env *testscript.Env) error {
 			// Share the host's build and module caches: the scripts build
 			// real test binaries and must not download anything.

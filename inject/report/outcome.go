@@ -27,8 +27,8 @@ const (
 
 // RunInput is what the CLI knows about one finished detection run.
 type RunInput struct {
-	// Plan is the plan the run used, before UpdatePlan folds the run in;
-	// Outcome does not modify it.
+	// Plan is the plan the run used, before the run is folded in
+	// (plans.Plan.ApplyRun); Outcome does not modify it.
 	Plan     *plans.Plan
 	PlanPath string       // the plan file the run read (WAFL_PLAN)
 	Sites    *sites.Table // the binary's site table
@@ -68,7 +68,7 @@ type RunResult struct {
 	// delay): not a new bug, and no sign of a broken test either.
 	Known *plans.Bug
 	Log   *Log
-	Run   plans.Run // the run record UpdatePlan appends
+	Run   plans.Run // the run record ApplyRun appends to the plan
 }
 
 // Outcome classifies a finished detection run: it reads the run log and
@@ -215,34 +215,25 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 	return r
 }
 
-// UpdatePlan folds a run into its plan, from the log, so it works after a
-// crash too: every delay that ended and did not expose the bug lowers its
-// location's probability by Params.Decay (unless the run ablated decay),
-// pairs pruned by happens-before inference are pruned, delays are counted,
-// the run is appended to Runs and a bug is recorded (its pair leaves S).
-func UpdatePlan(p *plans.Plan, res *RunResult) {
-	lg := res.Log
-	var exposing uint64
-	if res.Attr != nil {
-		exposing = res.Attr.Delay.ID
-	}
-	decay := lg == nil || !lg.Ablated("decay")
-	if lg != nil {
-		for _, d := range lg.Delays {
-			l := p.Location(d.Site)
-			if l == nil {
-				continue
-			}
-			l.Delays++
-			if d.Ended && d.ID != exposing && decay {
-				p.Decay(d.Site, p.Params.Decay)
-			}
+// PlanOutcome describes the run for plans.Plan.ApplyRun, from the log, so
+// that it works after a crash too: the delays the log records (the one
+// that exposed the bug marked), the pairs happens-before inference pruned,
+// whether the run ablated decay, the run record and the bug, keyed by its
+// pair.
+func (res *RunResult) PlanOutcome() plans.RunOutcome {
+	o := plans.RunOutcome{Run: res.Run}
+	if lg := res.Log; lg != nil {
+		o.NoDecay = lg.Ablated("decay")
+		o.Delays = make([]plans.RunDelay, len(lg.Delays))
+		for i, d := range lg.Delays {
+			o.Delays[i] = plans.RunDelay{Site: d.Site, Ended: d.Ended,
+				Exposed: res.Attr != nil && d.ID == res.Attr.Delay.ID}
 		}
-		for _, pr := range lg.Prunes {
-			p.PrunePair(pr.First, pr.Second, plans.PrunedHB)
+		o.Pruned = make([]plans.PairID, len(lg.Prunes))
+		for i, pr := range lg.Prunes {
+			o.Pruned[i] = plans.PairID{First: pr.First, Second: pr.Second}
 		}
 	}
-	p.Runs = append(p.Runs, res.Run)
 	if a := res.Attr; a != nil {
 		panicMsg := ""
 		if res.Crash != nil {
@@ -254,7 +245,8 @@ func UpdatePlan(p *plans.Plan, res *RunResult) {
 		if a.Reordered {
 			failing = a.Pair.Second
 		}
-		p.AddBug(plans.Bug{Kind: a.Kind, Delayed: a.Delay.Site, Failing: failing,
-			Run: res.Run.N, Seed: res.Run.Seed, Panic: panicMsg})
+		o.Bug = &plans.Bug{Kind: a.Kind, Delayed: a.Delay.Site, Failing: failing,
+			Run: res.Run.N, Seed: res.Run.Seed, Panic: panicMsg}
 	}
+	return o
 }

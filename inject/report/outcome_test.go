@@ -185,7 +185,7 @@ func TestBugUseBeforeInit(t *testing.T) {
 		t.Errorf("reproduce: %+v", b.Reproduce)
 	}
 
-	UpdatePlan(p, res)
+	p.ApplyRun(res.PlanOutcome())
 	if len(p.Bugs) != 1 || p.Bugs[0].Delayed != 1 || p.Bugs[0].Failing != 2 || p.Locations[0].Pairs[0].Pruned != plans.PrunedBug {
 		t.Errorf("plan after the bug: bugs %+v, pair %+v", p.Bugs, p.Locations[0].Pairs[0])
 	}
@@ -248,7 +248,7 @@ func TestBugReorderedUseBeforeInit(t *testing.T) {
 		b.Partner == nil || b.Partner.Site != 17 || res.Crash.Kind != CloseClosed {
 		t.Fatalf("bug %+v (crash %s)\n%s", b, res.Crash.Kind, out)
 	}
-	UpdatePlan(p, res)
+	p.ApplyRun(res.PlanOutcome())
 	if len(p.Bugs) != 1 || p.Bugs[0].Failing != 17 || p.Locations[0].Pairs[0].Pruned != plans.PrunedBug {
 		t.Errorf("plan bug %+v pair %+v", p.Bugs, p.Locations[0].Pairs[0])
 	}
@@ -282,7 +282,7 @@ func TestNoBugUnrelatedPanic(t *testing.T) {
 	if !strings.Contains(res.Reason, "no instrumented site") {
 		t.Errorf("reason %q", res.Reason)
 	}
-	UpdatePlan(p, res)
+	p.ApplyRun(res.PlanOutcome())
 	if len(p.Bugs) != 0 || p.Locations[0].Prob != 0.9 || p.Runs[0].Outcome != "fail" {
 		t.Errorf("plan after an ordinary failure: bugs %v prob %v runs %+v", p.Bugs, p.Locations[0].Prob, p.Runs)
 	}
@@ -361,7 +361,7 @@ func TestHBInferencePrunesPair(t *testing.T) {
 	if pr.First != 13 || pr.Second != 14 || pr.G == pr.DelayG || float64(pr.Gap) < 0.5*float64(pr.DelayNs) {
 		t.Errorf("prune %+v", pr)
 	}
-	UpdatePlan(p, res)
+	p.ApplyRun(res.PlanOutcome())
 	l := p.Location(13)
 	if l.Pairs[0].Pruned != plans.PrunedHB || l.Live() || l.Delays != 1 || l.Prob != 0.9 {
 		t.Errorf("location after the run: %+v", *l)
@@ -421,9 +421,10 @@ func TestSeedReproducesDecisions(t *testing.T) {
 	}
 }
 
-// TestUpdatePlanDecay: ended delays decay their location; ten decays of
-// 0.1 take it out of S; the exposing delay does not decay.
-func TestUpdatePlanDecay(t *testing.T) {
+// TestPlanOutcomeDecay: from a log cut by a crash, ended delays decay their
+// location; ten decays of 0.1 take it out of S; a cut delay does not decay;
+// an ablated run decays nothing.
+func TestPlanOutcomeDecay(t *testing.T) {
 	var log bytes.Buffer
 	fmt.Fprintln(&log, `{"ev":"setup","t":0,"run":2,"seed":9,"ablate":""}`)
 	for i := 1; i <= 10; i++ {
@@ -442,7 +443,7 @@ func TestUpdatePlanDecay(t *testing.T) {
 		t.Fatalf("log: truncated %v, %d delays, last ended %v", lg.Truncated, len(lg.Delays), lg.Delays[11].Ended)
 	}
 	p := newPlan(pairLoc(plans.UseBeforeInit, 1, 2, ms), pairLoc(plans.UseAfterDispose, 3, 4, ms))
-	UpdatePlan(p, &RunResult{Status: Pass, Log: lg, Run: plans.Run{N: 2, Outcome: "pass"}})
+	p.ApplyRun((&RunResult{Status: Pass, Log: lg, Run: plans.Run{N: 2, Outcome: "pass"}}).PlanOutcome())
 	if l := p.Location(1); l.Prob != 0 || l.Live() || l.Delays != 10 {
 		t.Errorf("location 1: prob %v live %v delays %d; want 0, false, 10", l.Prob, l.Live(), l.Delays)
 	}
@@ -452,7 +453,7 @@ func TestUpdatePlanDecay(t *testing.T) {
 	// Ablated decay: nothing decays.
 	lg.Setup.Ablate = "decay"
 	p = newPlan(pairLoc(plans.UseBeforeInit, 1, 2, ms))
-	UpdatePlan(p, &RunResult{Log: lg})
+	p.ApplyRun((&RunResult{Log: lg}).PlanOutcome())
 	if p.Locations[0].Prob != 1 {
 		t.Errorf("decay ablated, prob %v", p.Locations[0].Prob)
 	}

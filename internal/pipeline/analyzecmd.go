@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,17 +12,15 @@ import (
 
 // AnalyzeFiles analyzes preparation traces into plans: each TRACE.arrows
 // into TRACE.plan.json, or the single trace into out.
-func AnalyzeFiles(ctx context.Context, o Options, traces []string, out string) error {
-	if o.Stdout == nil {
-		o.Stdout = os.Stdout
-	}
+func AnalyzeFiles(ctx context.Context, o AnalyzeOptions, traces []string, out string) error {
+	o.streams()
 	failed := 0
 	for _, tr := range traces {
 		dst := out
 		if dst == "" {
 			dst = strings.TrimSuffix(tr, filepath.Ext(tr)) + ".plan.json"
 		}
-		p := o.params()
+		p := o.Params.NewParams()
 		plan, stats, err := analyze.File(ctx, tr, analyze.Options{Params: &p, Tool: "wafl"})
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "wafl: %s: %v\n", tr, err)

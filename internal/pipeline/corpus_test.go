@@ -28,14 +28,15 @@ func TestCorpusSubset(t *testing.T) {
 	const attempts = 3
 	found := map[string]string{}
 	for attempt := 1; attempt <= attempts && len(found) < len(want); attempt++ {
-		o := Options{
-			Dir:      examples,
-			WorkDir:  t.TempDir(),
-			Patterns: patterns,
-			Parallel: 2,
-			Runs:     2,
+		o := DetectOptions{
+			PrepareOptions: PrepareOptions{
+				Common:   Common{Dir: examples, WorkDir: t.TempDir()},
+				Packages: Packages{Patterns: patterns},
+				Tests:    Tests{Parallel: 2},
+			},
+			Runs: 2,
 		}
-		if _, err := Prepare(context.Background(), o); err != nil {
+		if _, err := Prepare(context.Background(), o.PrepareOptions); err != nil {
 			t.Fatalf("prepare: %v", err)
 		}
 		sum, err := Detect(context.Background(), o)

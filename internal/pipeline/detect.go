@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
@@ -23,10 +24,9 @@ import (
 // Detect runs every selected test that has delay candidates with planned
 // delays, until a bug shows or o.Runs runs are used, saving the plan after
 // every run, and writes reports for the bugs found.
-func Detect(ctx context.Context, o Options) (*Summary, error) {
-	ws, err := o.setup()
-	if err != nil {
-		return nil, err
+func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
+	if o.Runs < 1 {
+		o.Runs = DefaultRuns
 	}
 	if !o.SeedSet {
 		var b [8]byte
@@ -35,25 +35,20 @@ func Detect(ctx context.Context, o Options) (*Summary, error) {
 		}
 		o.Seed = binary.LittleEndian.Uint64(b[:]) >> 1 // keep it positive when printed as int64
 	}
-	sum := new(Summary)
-	pkgs, err := build(ctx, &o, ws, sum, true)
-	if err != nil {
-		return nil, err
-	}
-	jobs := jobsOf(pkgs)
-	prog := newProgress(o.Stderr)
 	var tabs siteTables
-	err = sum.phase("detect", func() error {
-		prog.Begin("detect", len(jobs))
-		return forEach(ctx, o.Parallel, jobs, func(j job) {
-			bugs, msg := detectTest(ctx, &o, ws, sum, prog, &tabs, j)
-			prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, msg)
-		})
-	})
-	prog.Close()
+	s, err := workflow{
+		common:   &o.Common,
+		packages: &o.Packages,
+		tests:    &o.Tests,
+		phase:    "detect",
+		each: func(ctx context.Context, s *session, j job) (int, string, error) {
+			return detectTest(ctx, s, &o, &tabs, j)
+		},
+	}.run(ctx)
 	if err != nil {
 		return nil, err
 	}
+	sum := s.sum
 	sort.Slice(sum.Bugs, func(i, k int) bool {
 		a, b := sum.Bugs[i], sum.Bugs[k]
 		if a.Package != b.Package {
@@ -61,7 +56,7 @@ func Detect(ctx context.Context, o Options) (*Summary, error) {
 		}
 		return a.Test < b.Test
 	})
-	if err := emitReports(&o, ws, sum.Bugs); err != nil {
+	if err := emitReports(&o.Common, o.Reports, s.ws, sum.Bugs); err != nil {
 		return nil, err
 	}
 	sum.Print(o.Stderr, true)
@@ -95,143 +90,173 @@ func (s *siteTables) get(path string) (*sites.Table, error) {
 
 // detectTest runs the detection runs of one test. It returns the number of
 // bugs found and a one-line account.
-func detectTest(ctx context.Context, o *Options, ws *workspace, sum *Summary, prog *progress, tabs *siteTables, j job) (int, string) {
+func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTables, j job) (int, string, error) {
+	plan, known, err := detectPlan(ctx, s, o, j)
+	if err != nil {
+		return 0, "", err
+	}
+	if plan.Empty() {
+		if len(known) > 0 {
+			return len(known), fmt.Sprintf("%d known bug(s), no other delay candidates", len(known)), nil
+		}
+		return 0, "no delay candidates", nil
+	}
+	o.Params.ApplyDetection(&plan.Params)
+	tab, err := tabs.get(j.pkg.Sites)
+	if err != nil {
+		return 0, "", err
+	}
+	var failures []string
+	for k := 0; k < o.Runs && !plan.Empty(); k++ {
+		n := len(plan.Runs) + 1
+		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.logPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
+		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
+		if err != nil {
+			return 0, "", err
+		}
+		switch rr.Status {
+		case report.BugFound:
+			rr.Bug.Runs = k + 1
+			s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
+			s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
+			return 1 + len(known), fmt.Sprintf("%s after %d run(s)", rr.Bug.Kind, k+1), nil
+		case report.TimedOut:
+			return 0, "", &testError{note: "timeout",
+				err: fmt.Errorf("run %d timed out (%s); output in %s", r.n, rr.Reason, r.output())}
+		case report.SetupFailed:
+			return 0, "", errors.New(rr.Reason)
+		case report.Fail:
+			if rr.Known == nil { // else the panic is a bug already on record, reached again
+				failures = append(failures, fmt.Sprintf("run %d: %s (output in %s)", r.n, rr.Reason, r.output()))
+			}
+		}
+	}
+	if len(failures) > 0 {
+		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute:\n"+strings.Join(failures, "\n"))
+	}
+	if len(known) > 0 {
+		return len(known), fmt.Sprintf("%d known bug(s), no new bug", len(known)), nil
+	}
+	return 0, "no bug", nil
+}
+
+// detectPlan returns the plan detection runs of test j use and the bugs it
+// already found on this build of the package, which are reported again so
+// that rerunning detect does not pass. A test without a plan, with an
+// unreadable one or with one made for another build is prepared first.
+// Either way the test is counted in the summary.
+func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plans.Plan, []*report.Bug, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	planPath := ws.planPath(pkg, test)
+	planPath := s.ws.planPath(pkg, test)
 	plan, err := plans.Load(planPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		prog.Printf("%s.%s has no plan yet: preparing it first\n", pkg, test)
+		s.prog.Printf("%s.%s has no plan yet: preparing it first\n", pkg, test)
 	case err != nil:
-		prog.Printf("%s.%s: unreadable plan (%v): preparing it again\n", pkg, test, err)
+		s.prog.Printf("%s.%s: unreadable plan (%v): preparing it again\n", pkg, test, err)
 	case plan.Provenance.BinaryHash != j.pkg.hash:
-		prog.Printf("%s.%s: the package changed since its plan was made: preparing it again\n", pkg, test)
-	}
-	// Bugs this plan already found on this very build are still there:
-	// report them again, so that rerunning detect does not pass.
-	var known []*report.Bug
-	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash {
-		msg := prepareTest(ctx, o, ws, sum, j) // counts the test and its candidates
-		if plan, err = plans.Load(planPath); err != nil {
-			return 0, "not prepared: " + msg
-		}
-	} else {
-		known = knownBugs(ws, plan, pkg, test)
+		s.prog.Printf("%s.%s: the package changed since its plan was made: preparing it again\n", pkg, test)
+	default:
+		known := knownBugs(s.ws, plan, pkg, test)
 		for _, b := range known {
-			prog.Printf("known bug %s in %s.%s (found in run %d, seed %d); delete %s to forget it\n",
+			s.prog.Printf("known bug %s in %s.%s (found in run %d, seed %d); delete %s to forget it\n",
 				b.Kind, pkg, test, b.Run, b.Seed, planPath)
 		}
-		sum.add(func(s *Summary) {
+		s.sum.add(func(s *Summary) {
 			s.Tests++
 			s.Bugs = append(s.Bugs, known...)
 			if !plan.Empty() {
 				s.WithCandidates++
 			}
 		})
+		return plan, known, nil
 	}
-	if plan.Empty() {
-		if len(known) > 0 {
-			return len(known), fmt.Sprintf("%d known bug(s), no other delay candidates", len(known))
-		}
-		return 0, "no delay candidates"
-	}
-	o.applyDetect(&plan.Params)
-	tab, err := tabs.get(j.pkg.Sites)
+	note, err := prepareTest(ctx, s, &o.PrepareOptions, j) // counts the test and its candidates
 	if err != nil {
-		sum.problem(Problem{pkg, test, "detect", err.Error()})
-		return 0, "error"
+		return nil, nil, notPrepared(err)
 	}
-	var failures []string
-	for k := 0; k < o.Runs; k++ {
-		if plan.Empty() {
-			break
-		}
-		n := len(plan.Runs) + 1
-		seed := o.Seed + uint64(k)
-		base := ws.logPath(pkg, test, "run"+strconv.Itoa(n))
-		logPath, crashPath := base+".wlog", base+".crash"
-		os.Remove(logPath)
-		os.Remove(crashPath)
-		// The run reads a copy of the plan: the live plan changes after
-		// every run, and the copy is what the report's reproduce command
-		// needs to repeat this run's decisions.
-		runPlan := base + ".plan.json"
-		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
-			sum.problem(Problem{pkg, test, "detect", err.Error()})
-			return 0, "error"
-		}
-		if err := plans.Save(runPlan, plan); err != nil {
-			sum.problem(Problem{pkg, test, "detect", err.Error()})
-			return 0, "error"
-		}
-		env := []string{
-			"WAFL_MODE=detect",
-			"WAFL_PLAN=" + runPlan,
-			"WAFL_SEED=" + strconv.FormatUint(seed, 10),
-			"WAFL_RUN=" + strconv.Itoa(n),
-			"WAFL_LOG=" + logPath,
-			"WAFL_CRASH=" + crashPath,
-		}
-		if len(o.Ablate) > 0 {
-			env = append(env, "WAFL_ABLATE="+strings.Join(o.Ablate, ","))
-		}
-		sub, skip := o.subtestArgs()
-		tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: base + ".log"}
-		res, err := tr.run(ctx)
-		if err != nil {
-			sum.problem(Problem{pkg, test, "detect", err.Error()})
-			return 0, "error"
-		}
-		output, _ := os.ReadFile(res.Output)
-		rr, err := report.Outcome(report.RunInput{
-			Plan: plan, PlanPath: runPlan, Sites: tab,
-			Package: pkg, Test: test, Binary: j.pkg.Binary,
-			Args: tr.args(),
-			Env:  env, Run: n, Seed: seed,
-			LogPath: logPath, CrashPath: crashPath, Stderr: output,
-			ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
-			// The live plan marks the pair as found, so reproducing starts
-			// from a fresh plan; the env/binary line repeats the run exactly.
-			Reproduce: fmt.Sprintf("wafl prepare --run '^%s$' %s && wafl detect --runs 1 --seed %d --run '^%s$' %s",
-				test, pkg, seed, test, pkg),
-		})
-		if err != nil {
-			sum.problem(Problem{pkg, test, "detect", err.Error()})
-			return 0, "error"
-		}
-		report.UpdatePlan(plan, rr)
-		if err := plans.Save(planPath, plan); err != nil {
-			sum.problem(Problem{pkg, test, "detect", err.Error()})
-			return 0, "error"
-		}
-		sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays })
-		switch rr.Status {
-		case report.BugFound:
-			rr.Bug.Runs = k + 1
-			sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
-			prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, pkg, test, n, seed, rr.Bug.Panic)
-			return 1 + len(known), fmt.Sprintf("%s after %d run(s)", rr.Bug.Kind, k+1)
-		case report.TimedOut:
-			sum.problem(Problem{pkg, test, "detect", fmt.Sprintf("run %d timed out (%s); output in %s", n, rr.Reason, res.Output)})
-			return 0, "timeout"
-		case report.SetupFailed:
-			sum.problem(Problem{pkg, test, "detect", rr.Reason})
-			return 0, "error"
-		case report.Fail:
-			if rr.Known != nil {
-				// The panic is a bug already on record, reached again.
-				continue
-			}
-			failures = append(failures, fmt.Sprintf("run %d: %s (output in %s)", n, rr.Reason, res.Output))
-		}
+	if plan, err = plans.Load(planPath); err != nil {
+		return nil, nil, &testError{note: "not prepared: " + note, err: err}
 	}
-	if len(failures) > 0 {
-		sum.problem(Problem{pkg, test, "detect", "failed under delays without a MEMORDER panic wafl could attribute:\n" + strings.Join(failures, "\n")})
+	return plan, nil, nil
+}
+
+// notPrepared is err, which stopped the preparation detect needed, as
+// detect's runner shows it: a Problem of prepare's phase, with the account
+// "not prepared: <prepare's account>".
+func notPrepared(err error) error {
+	phase, note := classify(err, "prepare")
+	return &testError{phase: phase, note: "not prepared: " + note, err: err}
+}
+
+// runSpec names one detection run of a test and its files.
+type runSpec struct {
+	n    int    // run number (WAFL_RUN)
+	seed uint64 // WAFL_SEED
+	// base is logs/<pkg>/<Test>.run<n>; the run's files add .log (output),
+	// .wlog (runtime log), .crash and .plan.json (the plan it read).
+	base string
+}
+
+func (r runSpec) output() string { return r.base + ".log" }
+
+// detectRun makes detection run r of test j with plan: it runs the test
+// binary on a copy of the plan, judges the run (report.Outcome), folds it
+// into the plan and saves the plan.
+func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec) (*report.RunResult, error) {
+	pkg, test := j.pkg.ImportPath, j.test
+	logPath, crashPath := r.base+".wlog", r.base+".crash"
+	os.Remove(logPath)
+	os.Remove(crashPath)
+	// The run reads a copy of the plan: the live plan changes after every
+	// run, and the copy is what the report's reproduce command needs to
+	// repeat this run's decisions.
+	runPlan := r.base + ".plan.json"
+	if err := os.MkdirAll(filepath.Dir(r.base), 0o755); err != nil {
+		return nil, err
 	}
-	if len(known) > 0 {
-		return len(known), fmt.Sprintf("%d known bug(s), no new bug", len(known))
+	if err := plans.Save(runPlan, plan); err != nil {
+		return nil, err
 	}
-	return 0, "no bug"
+	env := []string{
+		abi.Env(abi.EnvMode, abi.ModeDetect),
+		abi.Env(abi.EnvPlan, runPlan),
+		abi.Env(abi.EnvSeed, strconv.FormatUint(r.seed, 10)),
+		abi.Env(abi.EnvRun, strconv.Itoa(r.n)),
+		abi.Env(abi.EnvLog, logPath),
+		abi.Env(abi.EnvCrash, crashPath),
+	}
+	if len(o.Ablate) > 0 {
+		env = append(env, abi.Env(abi.EnvAblate, strings.Join(o.Ablate, ",")))
+	}
+	sub, skip := o.subtestArgs()
+	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: r.output()}
+	res, err := tr.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	output, _ := os.ReadFile(res.Output)
+	rr, err := report.Outcome(report.RunInput{
+		Plan: plan, PlanPath: runPlan, Sites: tab,
+		Package: pkg, Test: test, Binary: j.pkg.Binary,
+		Args: tr.args(),
+		Env:  env, Run: r.n, Seed: r.seed,
+		LogPath: logPath, CrashPath: crashPath, Stderr: output,
+		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
+		// The live plan marks the pair as found, so reproducing starts
+		// from a fresh plan; the env/binary line repeats the run exactly.
+		Reproduce: fmt.Sprintf("wafl prepare --run '^%s$' %s && wafl detect --runs 1 --seed %d --run '^%s$' %s",
+			test, pkg, r.seed, test, pkg),
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.ApplyRun(rr.PlanOutcome())
+	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+		return nil, err
+	}
+	s.sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays })
+	return rr, nil
 }
 
 // reportBase is the path, without extension, of a test's report files.
@@ -263,7 +288,7 @@ func knownBugs(ws *workspace, plan *plans.Plan, pkg, test string) []*report.Bug 
 
 // emitReports writes each test's bugs as JSON and text under the work
 // directory and prints them as the options ask.
-func emitReports(o *Options, ws *workspace, bugs []*report.Bug) error {
+func emitReports(c *Common, r Reports, ws *workspace, bugs []*report.Bug) error {
 	type key struct{ pkg, test string }
 	byTest := map[key][]*report.Bug{}
 	var order []key
@@ -293,28 +318,28 @@ func emitReports(o *Options, ws *workspace, bugs []*report.Bug) error {
 			return err
 		}
 	}
-	return printReports(o, ws.root, bugs)
+	return printReports(c, r, ws.root, bugs)
 }
 
 // printReports prints bugs as text (or JSON with --json) to stdout and
 // writes SARIF when asked.
-func printReports(o *Options, root string, bugs []*report.Bug) error {
-	if o.JSON {
-		if err := report.WriteJSON(o.Stdout, bugs); err != nil {
+func printReports(c *Common, r Reports, root string, bugs []*report.Bug) error {
+	if r.JSON {
+		if err := report.WriteJSON(c.Stdout, bugs); err != nil {
 			return err
 		}
 	} else if len(bugs) > 0 {
-		if err := report.WriteText(o.Stdout, bugs, false); err != nil {
+		if err := report.WriteText(c.Stdout, bugs, false); err != nil {
 			return err
 		}
 	}
-	if o.SARIF != "" {
+	if r.SARIF != "" {
 		var buf bytes.Buffer
 		if err := report.WriteSARIF(&buf, bugs, report.SARIFOptions{ToolVersion: "wafl", Root: root}); err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.SARIF, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--sarif: %v", err)
+		if err := os.WriteFile(r.SARIF, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--sarif: %w", err)
 		}
 	}
 	return nil
@@ -322,8 +347,8 @@ func printReports(o *Options, root string, bugs []*report.Bug) error {
 
 // PrintReports prints the given report files, or every report in the work
 // directory, and returns the number of bugs.
-func PrintReports(o Options, files []string) (int, error) {
-	ws, err := o.setup()
+func PrintReports(o ReportOptions, files []string) (int, error) {
+	ws, err := o.workspace()
 	if err != nil {
 		return 0, err
 	}
@@ -356,5 +381,5 @@ func PrintReports(o Options, files []string) (int, error) {
 		}
 		bugs = append(bugs, r.Bugs...)
 	}
-	return len(bugs), printReports(&o, ws.root, bugs)
+	return len(bugs), printReports(&o.Common, o.Reports, ws.root, bugs)
 }

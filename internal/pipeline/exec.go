@@ -35,7 +35,7 @@ type runResult struct {
 	Output   string // path of the combined output
 }
 
-// start runs the test binary on exactly one top-level test and waits for
+// run runs the test binary on exactly one top-level test and waits for
 // it. A run that exceeds the timeout has its whole process group killed.
 func (r testRun) run(ctx context.Context) (runResult, error) {
 	if err := os.MkdirAll(filepath.Dir(r.Output), 0o755); err != nil {
@@ -79,7 +79,7 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 			res.TimedOut = true
 		}
 	default:
-		return res, fmt.Errorf("running %s: %v", r.Binary, err)
+		return res, fmt.Errorf("%s: %w", r.Binary, err)
 	}
 	if ctx.Err() != nil && res.ExitCode != 0 {
 		return res, ctx.Err()
@@ -128,13 +128,13 @@ func listTests(ctx context.Context, binary, dir, run, skip string) ([]string, er
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("listing tests of %s: %v\n%s", binary, err, tail(stderr.String(), 20))
+		return nil, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, tail(stderr.String(), 20))
 	}
 	var skipRE *regexp.Regexp
 	if first, rest := splitPattern(skip); first != "" && rest == "" {
 		// A top-level skip; a skip naming subtests goes to the binary.
 		if skipRE, err = regexp.Compile(first); err != nil {
-			return nil, fmt.Errorf("--skip: %v", err)
+			return nil, fmt.Errorf("--skip: %w", err)
 		}
 	}
 	var tests []string
@@ -185,12 +185,12 @@ func splitPattern(p string) (first, rest string) {
 	return p, ""
 }
 
-// subtestArgs returns what the options' --run and --skip ask of each run
-// below the top level.
-func (o *Options) subtestArgs() (sub, skip string) {
-	_, sub = splitPattern(o.Run)
-	if _, rest := splitPattern(o.Skip); rest != "" {
-		skip = o.Skip
+// subtestArgs returns what --run and --skip ask of each run below the top
+// level.
+func (t *Tests) subtestArgs() (sub, skip string) {
+	_, sub = splitPattern(t.Run)
+	if _, rest := splitPattern(t.Skip); rest != "" {
+		skip = t.Skip
 	}
 	return sub, skip
 }

@@ -1,12 +1,7 @@
-// Package pipeline ties wafl's stages together into the prepare and detect
-// workflows: instrument and build test binaries, run each test in its own
-// process (record mode for preparation, detect mode for detection),
-// convert and analyze traces into plans, attribute crashes to injected
-// delays, and write reports. The cobra layer in cmd/wafl only parses flags
-// and calls this package.
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,102 +13,112 @@ import (
 	"github.com/memorder/wafl/plans"
 )
 
-// Options configure every workflow. The zero value of a field means its
+// Defaults of the workflow options (the CLI shows them).
+const (
+	DefaultTimeout = 10 * time.Minute // per test run
+	DefaultRuns    = 3                // detection runs per test
+)
+
+// Common are the options of every workflow: where it runs, its work
+// directory and output streams. The zero value of a field means its
 // default.
-type Options struct {
-	Dir      string   // directory to run in (default: current directory)
-	WorkDir  string   // work directory (default: <module root>/.wafl)
-	Patterns []string // package patterns, as go test takes them
-	Verbose  bool
+type Common struct {
+	Dir     string // directory to run in (default: current directory)
+	WorkDir string // work directory (default: <module root>/.wafl)
+	Verbose bool
 
-	// go test knobs passed through.
+	Stdout, Stderr io.Writer // default: discard
+}
+
+// Packages select the packages to instrument and build.
+type Packages struct {
+	Patterns []string // package patterns, as go test takes them (default ./...)
+	Tags     []string // build tags
+}
+
+// Tests select the tests of the built packages and say how each runs: go
+// test knobs passed through.
+type Tests struct {
 	Run, Skip string
-	Tags      []string
-	Timeout   time.Duration // per test run; a run that takes longer is killed
-	Parallel  int           // test runs in parallel
+	Timeout   time.Duration // per test run; a run that takes longer is killed (default DefaultTimeout)
+	Parallel  int           // test runs in parallel (default 1)
+}
 
-	// Analysis parameters (zero: default).
-	NearMiss, MinDelay, MaxDelay time.Duration
-	Alpha                        float64
+// Reports say how bug reports are printed.
+type Reports struct {
+	JSON  bool   // print the report JSON to stdout
+	SARIF string // write SARIF to this file
+}
 
-	// Detection.
-	Runs    int
+// InstrumentOptions configure Instrument.
+type InstrumentOptions struct {
+	Common
+	Packages
+}
+
+// PrepareOptions configure Prepare.
+type PrepareOptions struct {
+	Common
+	Packages
+	Tests
+	// Params override the defaults of new plans' parameters.
+	Params plans.Overrides
+}
+
+// DetectOptions configure Detect. A test without a current plan is
+// prepared first, with the embedded PrepareOptions; Params' detection-run
+// fields also override existing plans' (plans.Overrides.ApplyDetection).
+type DetectOptions struct {
+	PrepareOptions
+	Runs    int // detection runs per test (default DefaultRuns)
 	Seed    uint64
 	SeedSet bool
-	Decay   float64
-	// CapGoroutine and CapRun cap the total delay per goroutine and per
-	// run; zero keeps the plan's.
-	CapGoroutine, CapRun time.Duration
-	Ablate               []string // parts of the algorithm turned off: interference, hb, decay
-	JSON                 bool     // print the report JSON to stdout
-	SARIF                string   // write SARIF to this file
-
-	Stdout, Stderr io.Writer
+	Ablate  []string // parts of the algorithm turned off: interference, hb, decay
+	Reports
 }
 
-// Inherit copies the persistent (global) flags from common.
-func (o *Options) Inherit(common *Options) {
-	o.Dir = common.Dir
-	o.WorkDir = common.WorkDir
-	o.Verbose = common.Verbose
+// AnalyzeOptions configure AnalyzeFiles.
+type AnalyzeOptions struct {
+	Common
+	Params plans.Overrides
 }
 
-// params returns the plan parameters the options select.
-func (o *Options) params() plans.Params {
-	p := plans.DefaultParams()
-	if o.NearMiss > 0 {
-		p.NearMissNs = int64(o.NearMiss)
-	}
-	if o.Alpha > 0 {
-		p.Alpha = o.Alpha
-	}
-	if o.MinDelay > 0 {
-		p.MinDelayNs = int64(o.MinDelay)
-	}
-	if o.MaxDelay > 0 {
-		p.MaxDelayNs = int64(o.MaxDelay)
-	}
-	if o.Decay > 0 {
-		p.Decay = o.Decay
-	}
-	return p
+// ReportOptions configure PrintReports.
+type ReportOptions struct {
+	Common
+	Reports
 }
 
-// applyDetect overrides a plan's detection parameters with the options
-// that were set.
-func (o *Options) applyDetect(p *plans.Params) {
-	if o.Decay > 0 {
-		p.Decay = o.Decay
-	}
-	if o.CapGoroutine > 0 {
-		p.MaxDelayPerGoroutineNs = int64(o.CapGoroutine)
-	}
-	if o.CapRun > 0 {
-		p.MaxDelayPerRunNs = int64(o.CapRun)
+func (p *Packages) defaults() {
+	if len(p.Patterns) == 0 {
+		p.Patterns = []string{"./..."}
 	}
 }
 
-// setup fills defaults and resolves the module root and work directory.
-func (o *Options) setup() (*workspace, error) {
-	if o.Stdout == nil {
-		o.Stdout = io.Discard
+func (t *Tests) defaults() {
+	if t.Parallel < 1 {
+		t.Parallel = 1
 	}
-	if o.Stderr == nil {
-		o.Stderr = io.Discard
+	if t.Timeout <= 0 {
+		t.Timeout = DefaultTimeout
 	}
-	if o.Parallel < 1 {
-		o.Parallel = 1
+}
+
+// streams fills the default output streams.
+func (c *Common) streams() {
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Minute
+	if c.Stderr == nil {
+		c.Stderr = io.Discard
 	}
-	if o.Runs < 1 {
-		o.Runs = 3
-	}
-	if len(o.Patterns) == 0 {
-		o.Patterns = []string{"./..."}
-	}
-	dir := o.Dir
+}
+
+// workspace fills the default streams and resolves the module root and
+// the work directory, creating it.
+func (c *Common) workspace() (*workspace, error) {
+	c.streams()
+	dir := c.Dir
 	if dir == "" {
 		var err error
 		if dir, err = os.Getwd(); err != nil {
@@ -128,7 +133,7 @@ func (o *Options) setup() (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	work := o.WorkDir
+	work := c.WorkDir
 	if work == "" {
 		work = filepath.Join(root, ".wafl")
 	}
@@ -136,7 +141,7 @@ func (o *Options) setup() (*workspace, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, fmt.Errorf("work directory: %v", err)
+		return nil, fmt.Errorf("work directory: %w", err)
 	}
 	// Keep the work directory out of version control.
 	gi := filepath.Join(work, ".gitignore")
@@ -152,11 +157,11 @@ func moduleRoot(dir string) (string, error) {
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		msg := err.Error()
-		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
-			msg = strings.TrimSpace(string(ee.Stderr))
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return "", fmt.Errorf("%s: go env GOMOD: %s", dir, strings.TrimSpace(string(ee.Stderr)))
 		}
-		return "", fmt.Errorf("%s: go env GOMOD: %s", dir, msg)
+		return "", fmt.Errorf("%s: go env GOMOD: %w", dir, err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {

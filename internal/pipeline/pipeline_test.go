@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/memorder/wafl/plans"
 )
 
 func TestForEachRunsEveryJobOnce(t *testing.T) {
@@ -44,6 +44,25 @@ func TestForEachStopsOnCancel(t *testing.T) {
 	}
 	if n := ran.Load(); n > 5 {
 		t.Errorf("%d jobs ran after cancel", n)
+	}
+}
+
+// TestClassify: a plain error is the workflow's phase and "error"; a
+// testError says its own; detect's not-prepared wrapping keeps prepare's
+// phase and reason.
+func TestClassify(t *testing.T) {
+	plain := errors.New("boom")
+	if phase, note := classify(plain, "detect"); phase != "detect" || note != "error" {
+		t.Errorf("plain: %s, %s", phase, note)
+	}
+	analysis := fmt.Errorf("wrapped: %w", &testError{phase: "analyze", note: "analysis failed", err: plain})
+	if phase, note := classify(analysis, "prepare"); phase != "analyze" || note != "analysis failed" {
+		t.Errorf("analysis: %s, %s", phase, note)
+	}
+	np := notPrepared(&testError{note: "timeout", err: plain})
+	if phase, note := classify(np, "detect"); phase != "prepare" || note != "not prepared: timeout" ||
+		np.Error() != "boom" || !errors.Is(np, plain) {
+		t.Errorf("not prepared: %s, %s, %q", phase, note, np)
 	}
 }
 
@@ -174,20 +193,6 @@ func TestProgressPlainLines(t *testing.T) {
 	}
 }
 
-func TestApplyDetectOverridesOnlyWhatWasSet(t *testing.T) {
-	p := plans.DefaultParams()
-	want := p
-	(&Options{}).applyDetect(&p)
-	if p != want {
-		t.Errorf("empty options changed params: %+v", p)
-	}
-	(&Options{Decay: 0.5, CapRun: 2 * time.Second}).applyDetect(&p)
-	want.Decay, want.MaxDelayPerRunNs = 0.5, int64(2*time.Second)
-	if p != want {
-		t.Errorf("params = %+v, want %+v", p, want)
-	}
-}
-
 func TestSplitPattern(t *testing.T) {
 	for _, c := range []struct{ in, first, rest string }{
 		{"", "", ""},
@@ -205,7 +210,7 @@ func TestSplitPattern(t *testing.T) {
 }
 
 func TestSubtestPatternsReachTheBinary(t *testing.T) {
-	o := &Options{Run: "TestSub/a", Skip: "TestSub/b"}
+	o := &Tests{Run: "TestSub/a", Skip: "TestSub/b"}
 	sub, skip := o.subtestArgs()
 	r := testRun{Test: "TestSub", Sub: sub, Skip: skip}
 	got := strings.Join(r.args(), " ")
@@ -214,7 +219,7 @@ func TestSubtestPatternsReachTheBinary(t *testing.T) {
 		t.Errorf("args = %q, want %q", got, want)
 	}
 	// A top-level --skip filters the list instead.
-	if _, skip := (&Options{Skip: "TestX"}).subtestArgs(); skip != "" {
+	if _, skip := (&Tests{Skip: "TestX"}).subtestArgs(); skip != "" {
 		t.Errorf("top-level skip passed to the binary: %q", skip)
 	}
 }

@@ -1,0 +1,253 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/memorder/wafl/analyze"
+	"github.com/memorder/wafl/instrument"
+)
+
+// pkgBuild is one package's instrumented test binary and its tests.
+type pkgBuild struct {
+	*instrument.Package
+	hash  string   // "sha256:<hex>" of the binary
+	tests []string // tests selected by --run/--skip
+}
+
+// job is one test of one package.
+type job struct {
+	pkg  *pkgBuild
+	test string
+}
+
+// jobsOf lists every selected test of every package.
+func jobsOf(pkgs []*pkgBuild) []job {
+	var jobs []job
+	for _, p := range pkgs {
+		for _, t := range p.tests {
+			jobs = append(jobs, job{p, t})
+		}
+	}
+	return jobs
+}
+
+// workflow is what the runner needs to know of a workflow that builds
+// packages.
+type workflow struct {
+	common   *Common
+	packages *Packages
+	// tests selects the tests and how they run; nil: build only.
+	tests *Tests
+	phase string   // the per-test phase ("prepare", "detect")
+	each  testFunc // runs one test
+}
+
+// testFunc runs one test of a workflow. It returns the number of bugs it
+// found and a one-line account for the progress output, or an error for
+// what stopped the test, which the runner records as a Problem (see
+// testError).
+type testFunc func(ctx context.Context, s *session, j job) (bugs int, note string, err error)
+
+// session is one run of a workflow: what its per-test function works with.
+type session struct {
+	ws   *workspace
+	sum  *Summary
+	prog *progress
+	pkgs []*pkgBuild
+}
+
+// run is the runner: it resolves the workspace, instruments and builds the
+// packages and, unless w.tests is nil, lists each package's selected tests
+// and runs w.each on every test with w.tests.Parallel workers, as the
+// timed phase w.phase under a progress line. It returns an error only when
+// nothing could be done or ctx ended; a package or test that failed is a
+// Problem in the summary.
+func (w workflow) run(ctx context.Context) (*session, error) {
+	ws, err := w.common.workspace()
+	if err != nil {
+		return nil, err
+	}
+	w.packages.defaults()
+	if w.tests != nil {
+		w.tests.defaults()
+	}
+	s := &session{ws: ws, sum: new(Summary)}
+	if s.pkgs, err = build(ctx, w.common, w.packages, w.tests, ws, s.sum); err != nil {
+		return nil, err
+	}
+	if w.tests == nil {
+		return s, nil
+	}
+	jobs := jobsOf(s.pkgs)
+	s.prog = newProgress(w.common.Stderr)
+	err = s.sum.phase(w.phase, func() error {
+		s.prog.Begin(w.phase, len(jobs))
+		return forEach(ctx, w.tests.Parallel, jobs, func(j job) {
+			bugs, note, err := w.each(ctx, s, j)
+			if err != nil {
+				var phase string
+				phase, note = classify(err, w.phase)
+				s.problem(j, phase, err.Error())
+				bugs = 0
+			}
+			s.prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, note)
+		})
+	})
+	s.prog.Close()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// problem records a Problem of test j.
+func (s *session) problem(j job, phase, reason string) {
+	s.sum.problem(Problem{Package: j.pkg.ImportPath, Test: j.test, Phase: phase, Reason: reason})
+}
+
+// testError is an error that stopped a test, with how the runner shows
+// it: as a Problem of phase (default: the workflow's) and with note as
+// the test's progress account (default "error").
+type testError struct {
+	phase string
+	note  string
+	err   error
+}
+
+func (e *testError) Error() string { return e.err.Error() }
+func (e *testError) Unwrap() error { return e.err }
+
+// classify returns the phase and the progress account of an error that
+// stopped a test of a workflow whose phase is phase.
+func classify(err error, phase string) (string, string) {
+	note := "error"
+	var te *testError
+	if errors.As(err, &te) {
+		if te.phase != "" {
+			phase = te.phase
+		}
+		if te.note != "" {
+			note = te.note
+		}
+	}
+	return phase, note
+}
+
+// build instruments and builds the matched packages; packages that fail
+// are recorded as problems. With tests set it also lists each package's
+// tests that tests selects.
+func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workspace, sum *Summary) ([]*pkgBuild, error) {
+	var res *instrument.Result
+	err := sum.phase("build", func() error {
+		var log io.Writer = io.Discard
+		if c.Verbose {
+			log = c.Stderr
+		}
+		var err error
+		res, err = instrument.Build(ctx, instrument.Config{
+			Dir:      ws.dir,
+			WorkDir:  ws.work,
+			Patterns: pk.Patterns,
+			Tags:     pk.Tags,
+			Log:      log,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var built []*pkgBuild
+	for _, p := range res.Packages {
+		if errors.Is(p.Err, instrument.ErrNoTestFiles) {
+			continue // nothing to test
+		}
+		sum.Packages++
+		if p.Err != nil {
+			sum.problem(Problem{Package: p.ImportPath, Phase: "build", Reason: p.Err.Error()})
+			continue
+		}
+		sum.PackagesBuilt++
+		pb := &pkgBuild{Package: p}
+		if pb.hash, err = analyze.HashFile(p.Binary); err != nil {
+			sum.problem(Problem{Package: p.ImportPath, Phase: "build", Reason: err.Error()})
+			continue
+		}
+		built = append(built, pb)
+	}
+	if len(res.Packages) == 0 {
+		return nil, fmt.Errorf("no packages match %v", pk.Patterns)
+	}
+	if tests == nil {
+		return built, nil
+	}
+	err = sum.phase("list", func() error {
+		for _, p := range built {
+			names, err := listTests(ctx, p.Binary, p.Dir, tests.Run, tests.Skip)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				sum.problem(Problem{Package: p.ImportPath, Phase: "list", Reason: err.Error()})
+				continue
+			}
+			p.tests = names
+		}
+		return nil
+	})
+	return built, err
+}
+
+// forEach runs fn over jobs with n workers, stopping early when ctx ends.
+func forEach[T any](ctx context.Context, n int, jobs []T, fn func(T)) error {
+	ch := make(chan T)
+	var wg sync.WaitGroup
+	for range min(n, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				fn(j)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		select {
+		case ch <- j:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(ch)
+	wg.Wait()
+	return ctx.Err()
+}
+
+// Instrument builds the instrumented test binaries and prints where they
+// went: the runner without tests.
+func Instrument(ctx context.Context, o InstrumentOptions) (*Summary, error) {
+	s, err := workflow{common: &o.Common, packages: &o.Packages}.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range s.pkgs {
+		fmt.Fprintf(o.Stdout, "%s\n\tbinary: %s\n\tsites:  %s (%d sites in %d files)\n",
+			p.ImportPath, p.Binary, p.Sites, p.NumSites, p.Files)
+	}
+	printProblems(o.Stderr, s.sum)
+	return s.sum, nil
+}
+
+func printProblems(w io.Writer, sum *Summary) {
+	probs := append([]Problem(nil), sum.Problems...)
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Package < probs[j].Package })
+	for _, p := range probs {
+		fmt.Fprintf(w, "wafl: %s\n", indent(p.String(), "\t"))
+	}
+}

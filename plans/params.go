@@ -1,0 +1,125 @@
+package plans
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults of Params (WAFL thesis §4.3, TSVD §3.4.4–3.4.5).
+const (
+	DefaultNearMissNs             = int64(100e6) // δ = 100 ms
+	DefaultAlpha                  = 1.25         // α
+	DefaultMinDelayNs             = int64(1e6)   // 1 ms
+	DefaultMaxDelayNs             = int64(100e6) // 100 ms
+	DefaultDecay                  = 0.1          // λ
+	DefaultHBFactor               = 0.5          // δhb
+	DefaultMaxDelayPerGoroutineNs = int64(1e9)   // 1 s
+	DefaultMaxDelayPerRunNs       = int64(5e9)   // 5 s
+	DefaultGraceNs                = int64(250e6) // 250 ms
+)
+
+// DefaultParams returns the default parameters.
+func DefaultParams() Params {
+	return Params{
+		NearMissNs:             DefaultNearMissNs,
+		Alpha:                  DefaultAlpha,
+		MinDelayNs:             DefaultMinDelayNs,
+		MaxDelayNs:             DefaultMaxDelayNs,
+		Decay:                  DefaultDecay,
+		HBFactor:               DefaultHBFactor,
+		MaxDelayPerGoroutineNs: DefaultMaxDelayPerGoroutineNs,
+		MaxDelayPerRunNs:       DefaultMaxDelayPerRunNs,
+		GraceNs:                DefaultGraceNs,
+	}
+}
+
+// Delay returns the delay for a location whose largest observed gap is
+// gapNs: Alpha × gapNs clamped to [MinDelayNs, MaxDelayNs] (thesis §4.3).
+func (p Params) Delay(gapNs int64) int64 {
+	d := float64(gapNs) * p.Alpha
+	if d >= float64(p.MaxDelayNs) || math.IsNaN(d) {
+		return p.MaxDelayNs
+	}
+	n := int64(math.Ceil(d))
+	if n < p.MinDelayNs {
+		return p.MinDelayNs
+	}
+	if n > p.MaxDelayNs {
+		return p.MaxDelayNs
+	}
+	return n
+}
+
+// Validate reports the first parameter that is out of range.
+func (p Params) Validate() error {
+	switch {
+	case p.NearMissNs <= 0:
+		return fmt.Errorf("near_miss_ns must be > 0, got %d", p.NearMissNs)
+	case !(p.Alpha >= 1) || math.IsInf(p.Alpha, 0):
+		return fmt.Errorf("alpha must be a finite number ≥ 1, got %v", p.Alpha)
+	case p.MinDelayNs <= 0:
+		return fmt.Errorf("min_delay_ns must be > 0, got %d", p.MinDelayNs)
+	case p.MaxDelayNs < p.MinDelayNs:
+		return fmt.Errorf("max_delay_ns (%d) must be ≥ min_delay_ns (%d)", p.MaxDelayNs, p.MinDelayNs)
+	case !(p.Decay >= 0 && p.Decay <= 1):
+		return fmt.Errorf("decay must be in [0,1], got %v", p.Decay)
+	case !(p.HBFactor >= 0) || math.IsInf(p.HBFactor, 0):
+		return fmt.Errorf("hb_factor must be a finite number ≥ 0, got %v", p.HBFactor)
+	case p.MaxDelayPerGoroutineNs < 0:
+		return fmt.Errorf("max_delay_per_goroutine_ns must be ≥ 0, got %d", p.MaxDelayPerGoroutineNs)
+	case p.MaxDelayPerRunNs < 0:
+		return fmt.Errorf("max_delay_per_run_ns must be ≥ 0, got %d", p.MaxDelayPerRunNs)
+	case p.GraceNs < 0:
+		return fmt.Errorf("grace_ns must be ≥ 0, got %d", p.GraceNs)
+	}
+	return nil
+}
+
+// Overrides are parameter values chosen for one invocation, such as wafl's
+// command-line flags. A zero field keeps the value it would replace.
+type Overrides struct {
+	// Analysis parameters: they shape the candidate set and the delays,
+	// so they only go into a new plan.
+	NearMiss, MinDelay, MaxDelay time.Duration
+	Alpha                        float64
+	// Detection-run parameters: they go into a new plan and are applied
+	// to an existing plan before its runs.
+	Decay                                float64
+	MaxDelayPerGoroutine, MaxDelayPerRun time.Duration
+}
+
+// NewParams returns the parameters of a new plan: DefaultParams with
+// every field o sets.
+func (o Overrides) NewParams() Params {
+	p := DefaultParams()
+	if o.NearMiss > 0 {
+		p.NearMissNs = int64(o.NearMiss)
+	}
+	if o.Alpha > 0 {
+		p.Alpha = o.Alpha
+	}
+	if o.MinDelay > 0 {
+		p.MinDelayNs = int64(o.MinDelay)
+	}
+	if o.MaxDelay > 0 {
+		p.MaxDelayNs = int64(o.MaxDelay)
+	}
+	o.ApplyDetection(&p)
+	return p
+}
+
+// ApplyDetection sets the detection-run parameters o sets (decay and the
+// caps) in p, the parameters of an existing plan. The analysis
+// parameters stay: the plan's candidates and delays were made with them.
+func (o Overrides) ApplyDetection(p *Params) {
+	if o.Decay > 0 {
+		p.Decay = o.Decay
+	}
+	if o.MaxDelayPerGoroutine > 0 {
+		p.MaxDelayPerGoroutineNs = int64(o.MaxDelayPerGoroutine)
+	}
+	if o.MaxDelayPerRun > 0 {
+		p.MaxDelayPerRunNs = int64(o.MaxDelayPerRun)
+	}
+}

@@ -1,0 +1,151 @@
+package plans
+
+// The state detection runs change: probabilities, prunes, delay counts,
+// runs and bugs. The wafl process folds each finished run in with
+// ApplyRun; the inject runtime applies the same decay rule (Decayed) to
+// its copy of the probabilities during a run.
+
+// Pruning reasons recorded in Pair.Pruned.
+const (
+	PrunedHB  = "hb-inference" // a delay at ℓ1 stalled ℓ2's goroutine (TSVD §3.4.4)
+	PrunedBug = "bug-found"    // the pair was exposed as a bug
+)
+
+// RunOutcome is what one finished detection run did, in the plan's terms:
+// the input of ApplyRun. inject/report builds it from the run's log and
+// crash output.
+type RunOutcome struct {
+	// Run is the record appended to Plan.Runs.
+	Run Run
+	// Delays are the delays the run injected.
+	Delays []RunDelay
+	// Pruned are the pairs happens-before inference pruned in the run.
+	Pruned []PairID
+	// NoDecay is set when the run switched decay off (ablation): no delay
+	// lowers a probability.
+	NoDecay bool
+	// Bug is the bug the run exposed, nil if none. Failing is the pair's
+	// ℓ2 (for a reordered use-before-init, not the later site that
+	// panicked): the plan keys a bug by its pair.
+	Bug *Bug
+}
+
+// RunDelay is one delay a detection run injected.
+type RunDelay struct {
+	Site uint32
+	// Ended is set when the delay returned; a delay the crash cut short
+	// says nothing about its location.
+	Ended bool
+	// Exposed is set for the delay that exposed the run's bug.
+	Exposed bool
+}
+
+// PairID names the candidate pairs (First → Second), of either kind.
+type PairID struct{ First, Second uint32 }
+
+// ApplyRun folds a finished detection run into the plan: every delay
+// counts at its location (Location.Delays); every delay that ended and did
+// not expose the bug lowers its location's probability by Params.Decay
+// (Decay), unless the run switched decay off; the pairs happens-before
+// inference pruned are pruned (PrunedHB); the run is appended to Runs; the
+// bug, if any, is recorded with AddBug, so its pair leaves S. Delays at
+// sites the plan has no location for are ignored.
+func (p *Plan) ApplyRun(o RunOutcome) {
+	for _, d := range o.Delays {
+		l := p.Location(d.Site)
+		if l == nil {
+			continue
+		}
+		l.Delays++
+		if d.Ended && !d.Exposed && !o.NoDecay {
+			p.Decay(d.Site, p.Params.Decay)
+		}
+	}
+	for _, pr := range o.Pruned {
+		p.PrunePair(pr.First, pr.Second, PrunedHB)
+	}
+	p.Runs = append(p.Runs, o.Run)
+	if o.Bug != nil {
+		p.AddBug(*o.Bug)
+	}
+}
+
+// PrunePair marks every unpruned pair (first → second), of either kind, as
+// pruned for reason and returns how many it marked.
+func (p *Plan) PrunePair(first, second uint32, reason string) int {
+	l := p.Location(first)
+	if l == nil {
+		return 0
+	}
+	n := 0
+	for i := range l.Pairs {
+		if pr := &l.Pairs[i]; pr.Second == second && pr.Pruned == "" {
+			pr.Pruned = reason
+			n++
+		}
+	}
+	return n
+}
+
+// Decayed is wafl's one decay rule (TSVD §3.4.5): probability prob
+// lowered by lambda, not below 0 and not above 1; a result within 1e-9 of
+// 0 is 0, so that ten decays of 0.1 reach exactly 0. The inject runtime
+// applies it to a location during a run, Plan.Decay to the plan.
+func Decayed(prob, lambda float64) float64 {
+	p := prob - lambda
+	if p < 1e-9 {
+		return 0
+	}
+	if p > 1 {
+		return 1
+	}
+	return p
+}
+
+// Decay lowers the probability of site by lambda (Decayed) and returns
+// the new probability (0 for an unknown site).
+func (p *Plan) Decay(site uint32, lambda float64) float64 {
+	l := p.Location(site)
+	if l == nil {
+		return 0
+	}
+	l.Prob = Decayed(l.Prob, lambda)
+	return l.Prob
+}
+
+// AddBug records a bug a detection run exposed and removes its pairs from
+// S: for a use-before-init bug, the pair (Delayed → Failing) when present,
+// else every use-before-init pair of Delayed; for a use-after-dispose bug
+// (the delayed use itself usually fails), the pair (Delayed → Failing)
+// when present, else every use-after-dispose pair of Delayed. It returns
+// false, recording nothing, when the same (kind, delayed, failing) bug is
+// already recorded.
+func (p *Plan) AddBug(b Bug) bool {
+	for _, o := range p.Bugs {
+		if o.Kind == b.Kind && o.Delayed == b.Delayed && o.Failing == b.Failing {
+			return false
+		}
+	}
+	p.Bugs = append(p.Bugs, b)
+	l := p.Location(b.Delayed)
+	if l == nil {
+		return true
+	}
+	exact := false
+	for i := range l.Pairs {
+		if pr := &l.Pairs[i]; pr.Kind == b.Kind && pr.Second == b.Failing {
+			exact = true
+			if pr.Pruned == "" {
+				pr.Pruned = PrunedBug
+			}
+		}
+	}
+	if !exact {
+		for i := range l.Pairs {
+			if pr := &l.Pairs[i]; pr.Kind == b.Kind && pr.Pruned == "" {
+				pr.Pruned = PrunedBug
+			}
+		}
+	}
+	return true
+}

@@ -109,7 +109,6 @@ type builder struct {
 	work    string
 	log     io.Writer
 	env     []string
-	opt     rewriteOptions
 	oldLang bool // the module's go line is older than minUserLang
 }
 
@@ -131,7 +130,7 @@ func newBuilder(cfg Config) (*builder, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return nil, fmt.Errorf("%s is not inside a Go module (no go.mod found)", dir)
 	}
-	b := &builder{cfg: cfg, dir: dir, gomod: gomod, modRoot: filepath.Dir(gomod), env: env, log: cfg.Log, opt: rewriteOptions{lineDirectives: true}}
+	b := &builder{cfg: cfg, dir: dir, gomod: gomod, modRoot: filepath.Dir(gomod), env: env, log: cfg.Log}
 	if b.log == nil {
 		b.log = io.Discard
 	}
@@ -433,13 +432,10 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 		}
 		sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 		for _, nf := range files {
-			opt := b.opt
-			if hasLineDirectives(nf.f) {
-				// Generated code that maps itself to another source: keep
-				// its mapping rather than ours.
-				opt.lineDirectives = false
-			}
-			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), opt)
+			// Generated code that maps itself to another source keeps its
+			// mapping rather than getting ours.
+			lineDirectives := !hasLineDirectives(nf.f)
+			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
 			if err != nil {
 				return err
 			}
@@ -495,17 +491,6 @@ func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) e
 	}
 	u.files[target] = out
 	return nil
-}
-
-func hasLineDirectives(f *ast.File) bool {
-	for _, g := range f.Comments {
-		for _, c := range g.List {
-			if strings.HasPrefix(c.Text, "//line ") || strings.HasPrefix(c.Text, "/*line ") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func importsC(f *ast.File) bool {

@@ -69,8 +69,8 @@ type Package struct {
 	// cannot be spelled, or a store in a select case).
 	Skipped []string
 	// Err is nil if the binary was built. ErrNoTestFiles marks a package
-	// with nothing to test; otherwise it carries the loader's or the
-	// compiler's message.
+	// with nothing to test; otherwise it says why, without the import path
+	// (often the loader's or the compiler's messages, naming file and line).
 	Err error
 }
 
@@ -109,7 +109,6 @@ type builder struct {
 	work    string
 	log     io.Writer
 	env     []string
-	opt     rewriteOptions
 	oldLang bool // the module's go line is older than minUserLang
 }
 
@@ -125,13 +124,13 @@ func newBuilder(cfg Config) (*builder, error) {
 	env := append(os.Environ(), "GOWORK=off")
 	out, err := goCmd(context.Background(), dir, env, "env", "GOMOD")
 	if err != nil {
-		return nil, fmt.Errorf("finding the module of %s: %v", dir, err)
+		return nil, fmt.Errorf("%s: finding the module: %w", dir, err)
 	}
 	gomod := strings.TrimSpace(out)
 	if gomod == "" || gomod == os.DevNull {
-		return nil, fmt.Errorf("%s is not inside a Go module (no go.mod found)", dir)
+		return nil, fmt.Errorf("%s: not inside a Go module (no go.mod found)", dir)
 	}
-	b := &builder{cfg: cfg, dir: dir, gomod: gomod, modRoot: filepath.Dir(gomod), env: env, log: cfg.Log, opt: rewriteOptions{lineDirectives: true}}
+	b := &builder{cfg: cfg, dir: dir, gomod: gomod, modRoot: filepath.Dir(gomod), env: env, log: cfg.Log}
 	if b.log == nil {
 		b.log = io.Discard
 	}
@@ -203,7 +202,7 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	var todo []*unit
 	for _, u := range units {
 		if u.pkg.Err != nil {
-			if u.pkg.Err != ErrNoTestFiles {
+			if !errors.Is(u.pkg.Err, ErrNoTestFiles) {
 				fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
 			}
 			continue
@@ -269,7 +268,7 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 	}
 	pkgs, err := packages.Load(pcfg, patterns...)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %v", strings.Join(patterns, " "), err)
+		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
 	}
 	byPath := map[string]*unit{}
 	get := func(path string) *unit {
@@ -302,25 +301,25 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 	for _, u := range byPath {
 		units = append(units, u)
 		if u.src == nil { // only an external test package (package dir with only x_test files)
-			u.pkg.Err = fmt.Errorf("package %s has only external test files", u.pkg.ImportPath)
+			u.pkg.Err = errors.New("only external test files")
 			continue
 		}
 		u.pkg.Dir = pkgDir(u.src)
 		if isRuntimePackage(u.pkg.ImportPath) {
-			u.pkg.Err = fmt.Errorf("package %s is part of the wafl runtime, which is never instrumented", u.pkg.ImportPath)
+			u.pkg.Err = errors.New("part of the wafl runtime, which is never instrumented")
 			continue
 		}
-		var errs []string
+		var errs []error
 		for _, p := range []*packages.Package{u.src, u.xtest} {
 			if p == nil {
 				continue
 			}
 			for _, e := range p.Errors {
-				errs = append(errs, e.Error())
+				errs = append(errs, e)
 			}
 		}
 		if len(errs) > 0 {
-			u.pkg.Err = errors.New(strings.Join(errs, "\n"))
+			u.pkg.Err = errors.Join(errs...) // one per line
 			continue
 		}
 		u.pkg.Tests = testNames(u.src, u.xtest)
@@ -433,13 +432,10 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 		}
 		sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 		for _, nf := range files {
-			opt := b.opt
-			if hasLineDirectives(nf.f) {
-				// Generated code that maps itself to another source: keep
-				// its mapping rather than ours.
-				opt.lineDirectives = false
-			}
-			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), opt)
+			// Generated code that maps itself to another source keeps its
+			// mapping rather than getting ours.
+			lineDirectives := !hasLineDirectives(nf.f)
+			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
 			if err != nil {
 				return err
 			}
@@ -495,17 +491,6 @@ func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) e
 	}
 	u.files[target] = out
 	return nil
-}
-
-func hasLineDirectives(f *ast.File) bool {
-	for _, g := range f.Comments {
-		for _, c := range g.List {
-			if strings.HasPrefix(c.Text, "//line ") || strings.HasPrefix(c.Text, "/*line ") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func importsC(f *ast.File) bool {
@@ -565,7 +550,7 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 	args = append(args, u.pkg.ImportPath)
 	start := time.Now()
 	if _, err := goCmd(ctx, b.modRoot, b.env, args...); err != nil {
-		u.pkg.Err = fmt.Errorf("building instrumented test binary: %v", err)
+		u.pkg.Err = fmt.Errorf("building instrumented test binary: %w", err)
 		fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
 		return
 	}
@@ -579,8 +564,9 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 	fmt.Fprintf(b.log, "wafl: built %s (%v)\n", bin, time.Since(start).Round(time.Millisecond))
 }
 
-// goCmd runs the go command and returns its stdout; the error carries the
-// command's stderr (the compiler's messages).
+// goCmd runs the go command and returns its stdout. The error carries the
+// command's stderr (the compiler's messages), or wraps the failure to run
+// it when there is none.
 func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
@@ -588,11 +574,10 @@ func goCmd(ctx context.Context, dir string, env []string, args ...string) (strin
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return stdout.String(), fmt.Errorf("go %s: %s", args[0], msg)
 		}
-		return stdout.String(), fmt.Errorf("go %s: %s", args[0], msg)
+		return stdout.String(), fmt.Errorf("go %s: %w", args[0], err)
 	}
 	return stdout.String(), nil
 }

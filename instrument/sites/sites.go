@@ -50,7 +50,7 @@ func Load(path string) (*Table, error) {
 	}
 	var t Table
 	if err := json.Unmarshal(data, &t); err != nil {
-		return nil, fmt.Errorf("site table %s: %v", path, err)
+		return nil, fmt.Errorf("site table %s: %w", path, err)
 	}
 	if t.Version != Version {
 		return nil, fmt.Errorf("site table %s: version %d, want %d", path, t.Version, Version)

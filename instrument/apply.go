@@ -1,0 +1,336 @@
+// Apply: carries out the edits collection decided (collect.go) on the
+// file's dst tree, bottom-up with dstutil.Apply. Every hook becomes an
+// inline call of a helper from the generated helper file (helpers.go); go
+// statements get Fork/Adopt, os.Exit becomes the runtime's Exit, and a user
+// TestMain is wrapped. Statements added here carry the position markers of
+// the statement they replace (positions.go). No type information is needed:
+// it is all in the actions.
+
+package instrument
+
+import (
+	"go/ast"
+	"go/token"
+	"strconv"
+
+	"github.com/dave/dst"
+	"github.com/dave/dst/decorator"
+	"github.com/dave/dst/dstutil"
+)
+
+// Names of the helpers the rewritten code calls. They are declared in the
+// helper file generated into every instrumented package (helpers.go), which
+// imports the runtime under names user code cannot shadow.
+const (
+	hUse        = "_waflUse"
+	hStore      = "_waflStore"
+	hStoreAny   = "_waflStoreAny"
+	hInit       = "_waflInit"
+	hNil        = "_waflNil"
+	hSend       = "_waflSend"
+	hClose      = "_waflClose"
+	hPtrStore   = "_waflPtrStore"
+	hValueStore = "_waflValueStore"
+	hFork       = "_waflFork"
+	hAdopt      = "_waflAdopt"
+	hToken      = "_waflToken"
+	hExit       = "_waflExit"
+	hFinish     = "_waflFinish"
+	userMain    = "_waflTestMain"
+	tokenVar    = "_wafl_t"
+)
+
+// applier carries out one file's edits on its dst tree.
+type applier struct {
+	fset   *token.FileSet        // for the markers of added statements
+	nodes  map[dst.Node]ast.Node // dst node -> the original it was decorated from
+	ed     *edits
+	clones map[ast.Expr]dst.Expr // pristine copies of stored-to slots, by original slot
+	temp   int                   // number of the last _wafl_v temporary
+}
+
+// apply carries out ed on df, which dec decorated from the file ed was
+// collected on.
+func apply(fset *token.FileSet, dec *decorator.Decorator, df *dst.File, ed *edits) {
+	ap := &applier{fset: fset, nodes: dec.Ast.Nodes, ed: ed, clones: map[ast.Expr]dst.Expr{}}
+	dstutil.Apply(df, ap.pre, ap.post)
+}
+
+// pre takes pristine copies of the stored-to slots of an assignment before
+// their own subexpressions are rewritten: in s.p.q = v with a use of s.p,
+// the store hook takes &s.p.q, not &(*_waflUse(…, &s.p)).q.
+func (ap *applier) pre(c *dstutil.Cursor) bool {
+	s, ok := ap.nodes[c.Node()].(*ast.AssignStmt)
+	if !ok {
+		return true
+	}
+	ds := c.Node().(*dst.AssignStmt)
+	tuple := ap.ed.has(s, actTuple)
+	for i, l := range s.Lhs {
+		if tuple || i < len(s.Rhs) && ap.ed.has(s.Rhs[i], actStore) {
+			ap.clones[l] = cleanClone(ds.Lhs[i])
+		}
+	}
+	return true
+}
+
+// post replaces a node, whose children are already rewritten, by the
+// result of its actions.
+func (ap *applier) post(c *dstutil.Cursor) bool {
+	n := c.Node()
+	a := ap.nodes[n]
+	if a == nil {
+		return true
+	}
+	acts := ap.ed.acts[a]
+	if len(acts) == 0 {
+		return true
+	}
+	for _, act := range acts {
+		n = ap.edit(act, a, n)
+	}
+	c.Replace(n)
+	return true
+}
+
+// edit returns the rewrite of n, decorated from a, by one action.
+func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
+	switch act.kind {
+	case actUse:
+		return paren(&dst.StarExpr{X: call(hUse, siteLit(act.site), addr(n.(dst.Expr)))})
+	case actSend:
+		return call(hSend, siteLit(act.site), n.(dst.Expr))
+	case actClose:
+		return call(hClose, siteLit(act.site), n.(*dst.CallExpr).Args[0])
+	case actAtomicUse:
+		x := n.(dst.Expr)
+		if !act.ptr {
+			x = addr(x)
+		}
+		return call(hUse, siteLit(act.site), x)
+	case actAtomicStore:
+		return atomicStore(act, n.(*dst.CallExpr))
+	case actStore:
+		return storeHook(act.op, act.site, n.(dst.Expr), ap.clones[act.lhs])
+	case actExit:
+		return dst.NewIdent(hExit)
+	case actTuple:
+		return ap.tuple(act, a.(*ast.AssignStmt), n.(*dst.AssignStmt))
+	case actGo:
+		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
+	}
+	return n
+}
+
+// storeHook wraps the value v stored into slot:
+// _waflNil(id, &slot) for a dispose (the helper returns nil), otherwise
+// _waflInit/_waflStoreAny/_waflStore(id, v, &slot).
+func storeHook(op string, site uint32, v, slot dst.Expr) dst.Expr {
+	switch op {
+	case "dispose":
+		return call(hNil, siteLit(site), addr(slot))
+	case "init":
+		return call(hInit, siteLit(site), v, addr(slot))
+	case "store-any":
+		return call(hStoreAny, siteLit(site), v, addr(slot))
+	}
+	return call(hStore, siteLit(site), v, addr(slot))
+}
+
+// atomicStore rewrites E.Store(v) into _waflPtrStore/_waflValueStore(id, &E, v).
+func atomicStore(act action, ce *dst.CallExpr) dst.Expr {
+	recv := unparen(ce.Fun).(*dst.SelectorExpr).X
+	if !act.ptr {
+		recv = addr(recv)
+	}
+	h := hPtrStore
+	if act.op == "value" {
+		h = hValueStore
+	}
+	out := call(h, siteLit(act.site), recv, ce.Args[0])
+	out.Decs = ce.Decs
+	return out
+}
+
+// newTemp returns the name of a fresh temporary.
+func (ap *applier) newTemp() string {
+	ap.temp++
+	return "_wafl_v" + strconv.Itoa(ap.temp)
+}
+
+// tuple rewrites L1, L2 = f() into
+// { _wafl_v1, _wafl_v2 := f(); L1, L2 = _waflStore(id, _wafl_v1, &L1), _wafl_v2 }.
+func (ap *applier) tuple(act action, a *ast.AssignStmt, n *dst.AssignStmt) dst.Stmt {
+	var temps []dst.Expr
+	var rhs []dst.Expr
+	for i := range n.Lhs {
+		name := ap.newTemp()
+		temps = append(temps, dst.NewIdent(name))
+		var v dst.Expr = dst.NewIdent(name)
+		if s, ok := act.slots[i]; ok {
+			v = storeHook(s.op, s.site, v, ap.clones[a.Lhs[i]])
+		}
+		rhs = append(rhs, v)
+	}
+	def := &dst.AssignStmt{Lhs: temps, Tok: token.DEFINE, Rhs: n.Rhs}
+	def.Decs.Before, def.Decs.After = dst.NewLine, dst.NewLine
+	def.Decs.Start.Append(marker(ap.fset, a.Pos()))
+	n.Rhs = rhs
+	decs := n.Decs
+	n.Decs = dst.AssignStmtDecorations{}
+	n.Decs.Before, n.Decs.After = dst.NewLine, dst.NewLine
+	return &dst.BlockStmt{
+		List: []dst.Stmt{def, n},
+		Decs: dst.BlockStmtDecorations{NodeDecs: decs.NodeDecs},
+	}
+}
+
+// goStmt gives the new goroutine its parent's context.
+//
+//	go func(a A) { body }(x)  ->  go func(_wafl_t _waflToken, a A) { _waflAdopt(_wafl_t); body }(_waflFork(), x)
+//	go f(x, y)                ->  { _wafl_v1, _wafl_v2 := f, x ...; go func(_wafl_t _waflToken) { _waflAdopt(_wafl_t); _wafl_v1(_wafl_v2...) }(_waflFork()) }
+func (ap *applier) goStmt(act action, a *ast.GoStmt, n *dst.GoStmt) dst.Stmt {
+	tokField := &dst.Field{Names: []*dst.Ident{dst.NewIdent(tokenVar)}, Type: dst.NewIdent(hToken)}
+	adopt := &dst.ExprStmt{X: call(hAdopt, dst.NewIdent(tokenVar))}
+	if lit, ok := unparen(n.Call.Fun).(*dst.FuncLit); ok {
+		params := lit.Type.Params
+		for _, f := range params.List {
+			if len(f.Names) == 0 {
+				f.Names = []*dst.Ident{dst.NewIdent("_")}
+			}
+		}
+		params.List = append([]*dst.Field{tokField}, params.List...)
+		lit.Body.List = append([]dst.Stmt{adopt}, lit.Body.List...)
+		n.Call.Args = append([]dst.Expr{call(hFork)}, n.Call.Args...)
+		return n
+	}
+	var names, vals []dst.Expr
+	tmp := func(e dst.Expr) dst.Expr {
+		name := ap.newTemp()
+		names = append(names, dst.NewIdent(name))
+		vals = append(vals, e)
+		return dst.NewIdent(name)
+	}
+	fun := n.Call.Fun
+	if act.copyFun {
+		fun = tmp(fun)
+	}
+	var args []dst.Expr
+	for i, arg := range n.Call.Args {
+		if act.copyArgs[i] {
+			arg = tmp(arg)
+		}
+		args = append(args, arg)
+	}
+	inner := &dst.CallExpr{Fun: fun, Args: args, Ellipsis: n.Call.Ellipsis}
+	lit := &dst.FuncLit{
+		Type: &dst.FuncType{Func: true, Params: &dst.FieldList{List: []*dst.Field{tokField}}},
+		Body: &dst.BlockStmt{List: []dst.Stmt{adopt, &dst.ExprStmt{X: inner}}},
+	}
+	g := &dst.GoStmt{Call: &dst.CallExpr{Fun: lit, Args: []dst.Expr{call(hFork)}}}
+	if len(names) == 0 {
+		g.Decs = n.Decs
+		return g
+	}
+	temps := &dst.AssignStmt{Lhs: names, Tok: token.DEFINE, Rhs: vals}
+	temps.Decs.Start.Append(marker(ap.fset, a.Pos()))
+	temps.Decs.Before, temps.Decs.After = dst.NewLine, dst.NewLine
+	g.Decs.Before, g.Decs.After = dst.NewLine, dst.NewLine
+	g.Decs.Start.Append(marker(ap.fset, a.Pos()))
+	return &dst.BlockStmt{
+		List: []dst.Stmt{temps, g},
+		Decs: dst.BlockStmtDecorations{NodeDecs: n.Decs.NodeDecs},
+	}
+}
+
+// wrapTestMain renames a user TestMain and adds
+// func TestMain(m *testing.M) { _waflTestMain(m); _waflFinish() }.
+func wrapTestMain(df *dst.File) bool {
+	for _, d := range df.Decls {
+		fd, ok := d.(*dst.FuncDecl)
+		if !ok || fd.Recv != nil || fd.Name.Name != "TestMain" || fd.Body == nil {
+			continue
+		}
+		if len(fd.Type.Params.List) != 1 || fd.Type.TypeParams != nil {
+			continue
+		}
+		fd.Name.Name = userMain
+		ptype := cleanClone(fd.Type.Params.List[0].Type)
+		wrapper := &dst.FuncDecl{
+			Name: dst.NewIdent("TestMain"),
+			Type: &dst.FuncType{Func: true, Params: &dst.FieldList{List: []*dst.Field{{Names: []*dst.Ident{dst.NewIdent("m")}, Type: ptype}}}},
+			Body: &dst.BlockStmt{List: []dst.Stmt{
+				&dst.ExprStmt{X: call(userMain, dst.NewIdent("m"))},
+				&dst.ExprStmt{X: call(hFinish)},
+			}},
+		}
+		wrapper.Decs.Before = dst.EmptyLine
+		wrapper.Decs.Start.Append("// TestMain is wafl's wrapper: the user's TestMain, then the runtime's Finish.")
+		df.Decls = append(df.Decls, wrapper)
+		return true
+	}
+	return false
+}
+
+// hasTestMain reports whether the file declares func TestMain.
+func hasTestMain(f *ast.File) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "TestMain" {
+			return true
+		}
+	}
+	return false
+}
+
+// blankUse is `var _ = os.Exit` (under the file's import name of os),
+// which keeps the import used once its Exit calls are replaced.
+func blankUse(osName string) dst.Decl {
+	var val dst.Expr = dst.NewIdent("Exit")
+	if osName != "Exit" {
+		val = &dst.SelectorExpr{X: dst.NewIdent(osName), Sel: dst.NewIdent("Exit")}
+	}
+	d := &dst.GenDecl{Tok: token.VAR, Specs: []dst.Spec{&dst.ValueSpec{
+		Names:  []*dst.Ident{dst.NewIdent("_")},
+		Values: []dst.Expr{val},
+	}}}
+	d.Decs.Before = dst.EmptyLine
+	d.Decs.Start.Append("// wafl replaced os.Exit with its own Exit; keep the import used.")
+	return d
+}
+
+// ---- dst construction helpers ----
+
+func call(name string, args ...dst.Expr) *dst.CallExpr {
+	return &dst.CallExpr{Fun: dst.NewIdent(name), Args: args}
+}
+
+func siteLit(id uint32) dst.Expr {
+	return &dst.BasicLit{Kind: token.INT, Value: strconv.FormatUint(uint64(id), 10)}
+}
+
+func addr(x dst.Expr) dst.Expr {
+	return &dst.UnaryExpr{Op: token.AND, X: x}
+}
+
+func paren(x dst.Expr) dst.Expr {
+	return &dst.ParenExpr{X: x}
+}
+
+func unparen(e dst.Expr) dst.Expr {
+	for {
+		p, ok := e.(*dst.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
+}
+
+// cleanClone copies e without its surrounding comments and spacing.
+func cleanClone(e dst.Expr) dst.Expr {
+	c := dst.Clone(e).(dst.Expr)
+	d := c.Decorations()
+	d.Before, d.After = dst.None, dst.None
+	d.Start, d.End = nil, nil
+	return c
+}

@@ -155,6 +155,9 @@ print("%.1fx" % (sum(secs)/len(secs)/base) if secs and base > 0 else "-")' "$bas
 	fixedrows+=("| \`$name/fixed\` | $verdict |")
 done
 
+# Keep the field benchmark's section (written by `make field`).
+field=""
+[[ -f $OUT ]] && field=$(sed -n '/^<!-- field:begin/,/^<!-- field:end -->/p' "$OUT")
 {
 	cat <<HDR
 # wafl on the MEMORDER corpus
@@ -183,5 +186,6 @@ HDR
 |---|---|
 HDR
 	printf '%s\n' "${fixedrows[@]}"
+	if [[ -n $field ]]; then printf '\n%s\n' "$field"; fi
 } >"$OUT"
 echo "wrote $OUT" >&2

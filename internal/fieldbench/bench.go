@@ -31,22 +31,22 @@ type Options struct {
 
 // Try is one wafl try: a fresh prepare and up to Options.Runs detect runs.
 type Try struct {
-	Exposed    int     `json:"exposed"` // detect run that reported the bug; 0: not within the runs
-	Runs       int     `json:"runs"`    // detect runs made
-	Panic      string  `json:"panic,omitempty"`
-	Kind       string  `json:"kind,omitempty"`
-	Delayed    string  `json:"delayed,omitempty"`
-	Failing    string  `json:"failing,omitempty"`
-	Other      string  `json:"other,omitempty"` // a report that is not the manifest's panic
+	Exposed int    `json:"exposed"` // detect run that reported the bug; 0: not within the runs
+	Runs    int    `json:"runs"`    // detect runs made
+	Panic   string `json:"panic,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Delayed string `json:"delayed,omitempty"`
+	Failing string `json:"failing,omitempty"`
+	Other   string `json:"other,omitempty"` // a report that is not the manifest's panic
 	// Unattributed counts detect runs that crashed with the manifest's panic
 	// but that wafl did not report as a bug (exit 0: "not a MEMORDER bug").
-	Unattributed int `json:"unattributed,omitempty"`
-	Candidates string  `json:"candidates,omitempty"`
-	Delays     int     `json:"delays"` // delays injected, all detect runs
-	TestSecs   float64 `json:"test_secs"`
-	WallSecs   float64 `json:"wall_secs"`
-	Err        string  `json:"error,omitempty"`
-	Notes      string  `json:"notes,omitempty"`
+	Unattributed int     `json:"unattributed,omitempty"`
+	Candidates   string  `json:"candidates,omitempty"`
+	Delays       int     `json:"delays"` // delays injected, all detect runs
+	TestSecs     float64 `json:"test_secs"`
+	WallSecs     float64 `json:"wall_secs"`
+	Err          string  `json:"error,omitempty"`
+	Notes        string  `json:"notes,omitempty"`
 }
 
 // BugResult is what the bench measured for one manifest.

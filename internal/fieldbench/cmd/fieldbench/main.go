@@ -34,6 +34,7 @@ func main() {
 	manifests := flag.String("manifests", "scripts/field", "directory of the manifests")
 	results := flag.String("results", "scripts/field/results.json", "stored results (updated per bug)")
 	doc := flag.String("doc", "docs/evaluation.md", "document whose field section is rewritten (empty: none)")
+	render := flag.Bool("render", false, "only rewrite the document from the stored results (no runs)")
 	work := flag.String("work", filepath.Join(os.TempDir(), "wafl-field"), "work directory (one subdirectory per bug, kept for diagnosis)")
 	flag.Parse()
 
@@ -59,6 +60,19 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	writeDoc := func() {
+		if *doc == "" {
+			return
+		}
+		notes, _ := os.ReadFile(filepath.Join(*manifests, "NOTES.md"))
+		if err := fieldbench.UpdateDoc(*doc, fieldbench.Markdown(all, res, "make field", string(notes))); err != nil {
+			fail(err)
+		}
+	}
+	if *render {
+		writeDoc()
+		return
+	}
 	start := time.Now()
 	for _, m := range ms {
 		o.Work = filepath.Join(*work, m.Name)
@@ -76,12 +90,7 @@ func main() {
 		if err := res.Save(*results); err != nil {
 			fail(err)
 		}
-		if *doc != "" {
-			cmdline := "make field"
-			if err := fieldbench.UpdateDoc(*doc, fieldbench.Markdown(all, res, cmdline)); err != nil {
-				fail(err)
-			}
-		}
+		writeDoc()
 	}
 	fmt.Fprintf(os.Stderr, "field: %d bugs in %s; logs and work directories under %s\n", len(ms), time.Since(start).Round(time.Second), *work)
 }

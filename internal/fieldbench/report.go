@@ -115,14 +115,14 @@ func Markdown(ms []*Manifest, res Results, cmdline, notes string) string {
 	}
 	w("\nColumns: *exposed ≤2 runs* — tries (each a fresh `.wafl` directory: `wafl prepare` + `wafl detect\n")
 	w("--runs 1` repeated, plan carried over) whose first or second detection run reported the bug's panic;\n")
-	w("*exposed ≤R* and *median runs* — the same with up to R detection runs per try (the preparation run\n")
+	w("*exposed ≤5 runs* and *median runs* — the same with up to 5 detection runs per try (`-runs`; a try stops at its first report) (the preparation run\n")
 	w("not counted); *cost* — mean seconds of test runs per try (preparation + detection runs from wafl's\n")
 	w("`time:` line, instrumented builds excluded) over the median wall time of one plain run; *race* —\n")
 	w("runs of the `-race` binary that report a data race; *plain* — failing runs out of plain runs of the\n")
 	w("uninstrumented test binary (`-test.count 1`, one process each, time-bounded); *unreported* —\n")
 	w("detection runs that crashed with the bug's panic but that wafl did not report (it could not\n")
 	w("attribute the panic to a delay it injected: exit 0, \"not a MEMORDER bug\").\n\n")
-	w("| bug | project | buggy version → fix | kind | exposed ≤2 runs | exposed ≤R (R) | median runs | unreported | cost vs 1 plain run | race | plain failures |\n")
+	w("| bug | project | buggy version → fix | kind | exposed ≤2 runs | exposed ≤5 runs (most runs a try made) | median runs | unreported | cost vs 1 plain run | race | plain failures |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var notExp, misses []*Manifest
 	for _, m := range ms {

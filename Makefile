@@ -8,7 +8,7 @@ EXAMPLES := $(CURDIR)/examples
 DEMO    ?= ./...
 BUG     ?=
 
-.PHONY: all build test test-short bench lint demo repro corpus eval clean
+.PHONY: all build test test-short bench lint demo repro corpus eval field clean
 
 all: build
 
@@ -55,3 +55,11 @@ eval: build
 
 clean:
 	rm -rf $(BIN) $(EXAMPLES)/.wafl
+
+# Field benchmark (issue 13): real bugs in real module versions fetched
+# through the Go module proxy (scripts/field/*.field). Not part of `make test`.
+# make field            every bug (about 30-40 min on 2 cores)
+# make field BUG=name   one bug; FIELDFLAGS="-tries 5 -runs 5 -plain 30" to change the effort
+FIELDFLAGS ?=
+field: build
+	$(GO) run ./internal/fieldbench/cmd/fieldbench -wafl $(WAFL) $(FIELDFLAGS) $(BUG)

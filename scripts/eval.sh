@@ -208,6 +208,9 @@ for mode in $MODES; do
 	fixedsep+="---|"
 done
 
+# Keep the field benchmark's section (written by `make field`).
+field=""
+[[ -f $OUT ]] && field=$(sed -n '/^<!-- field:begin/,/^<!-- field:end -->/p' "$OUT")
 {
 	cat <<HDR
 # wafl on the MEMORDER corpus
@@ -242,5 +245,6 @@ HDR
 |---|$fixedsep
 HDR
 	printf '%s\n' "${fixedrows[@]}"
+	if [[ -n $field ]]; then printf '\n%s\n' "$field"; fi
 } >"$OUT"
 echo "wrote $OUT" >&2

@@ -15,8 +15,8 @@ var (
 // WAFL_RUN, WAFL_LOG, WAFL_CRASH, WAFL_ABLATE; abi.Env*), takes those
 // variables out of the environment, loads the plan and opens the log.
 // Package hook calls it once, from its init, when WAFL_MODE=detect, before
-// any instrumented code runs; on an error it reports the cause and exits
-// with status abi.ExitSetup, since a detection run without its plan would
+// any instrumented code runs. On an error hook prints the cause and exits
+// with status abi.ExitSetup: a detection run without its plan would
 // silently test nothing.
 func Setup() error {
 	cfg, err := configFromEnv()

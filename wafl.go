@@ -3,12 +3,13 @@
 // installed from.
 //
 // The runtime is the set of packages that instrumented code links against:
-// lcc (goroutine identity and fork clocks), record (the event hooks and the
-// preparation-run recorder), inject (the detection-run runtime) and plans
-// (the plan file). They import only the standard library, each other and
-// tiny leaf modules listed in RuntimeRequires, so that linking them into a
-// user's test binary does not change the user's dependency graph.
-// TestRuntimeImports enforces this.
+// hook (the entry points instrumented code calls and the mode switch), abi
+// (the event format and the WAFL_* names), lcc (goroutine identity and fork
+// clocks), record (the preparation-run recorder), inject (the detection-run
+// runtime) and plans (the plan file). They import only the standard
+// library, each other and tiny leaf modules listed in RuntimeRequires, so
+// that linking them into a user's test binary does not change the user's
+// dependency graph. TestRuntimeImports enforces this.
 package wafl
 
 import (
@@ -17,7 +18,7 @@ import (
 
 // RuntimePackages are the directories (relative to the module root) that
 // make up the runtime linked into instrumented test binaries.
-var RuntimePackages = []string{"lcc", "record", "inject", "plans"}
+var RuntimePackages = []string{"hook", "abi", "lcc", "record", "inject", "plans"}
 
 // RuntimeRequires are the modules the runtime imports besides the standard
 // library, as "path version" pairs matching go.mod.
@@ -27,5 +28,5 @@ var RuntimeRequires = []string{"github.com/petermattis/goid v0.0.0-2026082004431
 // files directly in each RuntimePackages directory belong to the runtime;
 // subdirectories (for example record/trace, which uses Arrow) are wafl-side.
 //
-//go:embed lcc record inject plans go.sum
+//go:embed hook abi lcc record inject plans go.sum
 var RuntimeFS embed.FS

@@ -40,6 +40,22 @@ func TestRuntimeImports(t *testing.T) {
 	}
 }
 
+// TestWaflLinksNoRuntimeInit keeps the wafl command free of the runtime
+// packages whose init reads WAFL_MODE (and may exit): it shares only abi,
+// lcc and plans with the test binaries.
+func TestWaflLinksNoRuntimeInit(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/wafl").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		switch strings.TrimPrefix(p, "github.com/memorder/wafl/") {
+		case "hook", "record", "inject":
+			t.Errorf("cmd/wafl links %s", p)
+		}
+	}
+}
+
 // TestRuntimeFS checks that the embedded runtime has every runtime
 // package's source and no test files end up in it.
 func TestRuntimeFS(t *testing.T) {

@@ -2,6 +2,7 @@ package abi
 
 import (
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,23 @@ func TestBatch(t *testing.T) {
 	b.Reset()
 	if b.Len() != 0 {
 		t.Fatal("Reset")
+	}
+}
+
+// TestColumnsMatchBatch keeps the column table in step with Batch: one
+// field per column, in order, of the column's width and signedness.
+func TestColumnsMatchBatch(t *testing.T) {
+	bt := reflect.TypeOf(Batch{})
+	if bt.NumField() != len(Columns) {
+		t.Fatalf("Batch has %d fields, Columns %d", bt.NumField(), len(Columns))
+	}
+	for i, c := range Columns {
+		f := bt.Field(i)
+		e := f.Type.Elem()
+		signed := e.Kind() >= reflect.Int && e.Kind() <= reflect.Int64
+		if !strings.EqualFold(f.Name, c.Name) || int(e.Size()) != c.Width || signed != c.Signed {
+			t.Errorf("column %d is %+v, Batch field %s []%s", i, c, f.Name, e)
+		}
 	}
 }
 

@@ -2,8 +2,29 @@ package abi
 
 import "fmt"
 
-// Batch is a batch of events as column slices, one per trace column, all of
-// the same length. It is the one batch type of wafl: the Arrow reader
+// Column describes one trace column: its name (the Arrow field name), the
+// byte width of one value and whether the value is a signed integer.
+type Column struct {
+	Name   string
+	Width  int
+	Signed bool
+}
+
+// Columns is the column table of a trace, in column order: the order of
+// Batch's fields, of the Arrow schema (record/trace) and of
+// docs/trace-format.md's event table. The Arrow field types and the
+// widths the trace reader checks are derived from it.
+var Columns = [...]Column{
+	{Name: "time", Width: 8, Signed: true},
+	{Name: "g", Width: 8},
+	{Name: "clock", Width: 4},
+	{Name: "site", Width: 4},
+	{Name: "obj", Width: 8},
+	{Name: "op", Width: 1},
+}
+
+// Batch is a batch of events as column slices, one per trace column (in
+// the order of Columns), all of the same length. It is the one batch type of wafl: the Arrow reader
 // returns it (its slices then alias Arrow memory, valid until the reader's
 // next Next), the analyzer consumes it and the synthetic trace generator
 // produces it.

@@ -7,9 +7,12 @@
 //     with FormatVersion;
 //   - the raw spill-file layout the recorder writes and its codec
 //     (RawEvent, AppendRawEvents, RawReader), docs/trace-format.md;
-//   - the column batch every reader and the analyzer pass around (Batch);
+//   - the trace's column table (Columns) and the column batch every reader
+//     and the analyzer pass around (Batch);
 //   - the WAFL_* environment variable names, the mode values and the exit
-//     status of a run that cannot set up (env.go, docs/design.md).
+//     status of a run that cannot set up (env.go, docs/design.md);
+//   - the detection run log's record kinds, skip reasons and record shapes
+//     (runlog.go, docs/report-format.md).
 //
 // abi is a leaf: standard library only, no package state with side effects
 // and no init, so the wafl process can link it without linking the runtime

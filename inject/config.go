@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -56,7 +57,7 @@ func parseAblation(s string) (ablation, error) {
 		case "decay":
 			a.noDecay = true
 		default:
-			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay)", EnvAblate, s, f)
+			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay)", abi.EnvAblate, s, f)
 		}
 	}
 	return a, nil
@@ -71,40 +72,40 @@ func configFromEnv() (config, error) {
 	// file. Read the variables once, then take them out of the
 	// environment.
 	defer func() {
-		for _, k := range []string{EnvMode, EnvPlan, EnvSeed, EnvRun, EnvAblate, EnvLog, EnvCrash} {
+		for _, k := range []string{abi.EnvPlan, abi.EnvSeed, abi.EnvRun, abi.EnvAblate, abi.EnvLog, abi.EnvCrash} {
 			os.Unsetenv(k)
 		}
 	}()
 	var c config
-	c.planPath = os.Getenv(EnvPlan)
+	c.planPath = os.Getenv(abi.EnvPlan)
 	if c.planPath == "" {
-		return c, fmt.Errorf("%s=%s but %s is not set", EnvMode, ModeDetect, EnvPlan)
+		return c, fmt.Errorf("%s=%s but %s is not set", abi.EnvMode, abi.ModeDetect, abi.EnvPlan)
 	}
 	p, err := plans.Load(c.planPath)
 	if err != nil {
 		return c, err
 	}
 	c.plan = p
-	if s := os.Getenv(EnvSeed); s != "" {
+	if s := os.Getenv(abi.EnvSeed); s != "" {
 		c.seed, err = strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return c, fmt.Errorf("%s=%q: not a decimal unsigned 64-bit number", EnvSeed, s)
+			return c, fmt.Errorf("%s=%q: not a decimal unsigned 64-bit number", abi.EnvSeed, s)
 		}
 		c.seedSet = true
 	} else {
 		c.seed = mix64(uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<32)
 	}
-	if s := os.Getenv(EnvRun); s != "" {
+	if s := os.Getenv(abi.EnvRun); s != "" {
 		c.run, err = strconv.Atoi(s)
 		if err != nil || c.run < 0 {
-			return c, fmt.Errorf("%s=%q: not a run number", EnvRun, s)
+			return c, fmt.Errorf("%s=%q: not a run number", abi.EnvRun, s)
 		}
 	}
-	if c.ablate, err = parseAblation(os.Getenv(EnvAblate)); err != nil {
+	if c.ablate, err = parseAblation(os.Getenv(abi.EnvAblate)); err != nil {
 		return c, err
 	}
-	c.logPath = os.Getenv(EnvLog)
-	c.crashPath = os.Getenv(EnvCrash)
+	c.logPath = os.Getenv(abi.EnvLog)
+	c.crashPath = os.Getenv(abi.EnvCrash)
 	// A bug report shows every goroutine's stack, not only the panicking
 	// one (GOTRACEBACK=single is Go's default). SetTraceback never lowers
 	// a level set by GOTRACEBACK.

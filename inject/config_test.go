@@ -5,12 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
 // TestConfigLeavesNoEnvironmentToChildren: a test that re-runs its own
 // binary must not start a second detection run with this run's plan, seed,
-// log and crash file.
+// log and crash file. (WAFL_MODE is package hook's, which unsets it.)
 func TestConfigLeavesNoEnvironmentToChildren(t *testing.T) {
 	dir := t.TempDir()
 	planPath := filepath.Join(dir, "plan.json")
@@ -19,8 +20,8 @@ func TestConfigLeavesNoEnvironmentToChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		EnvMode: ModeDetect, EnvPlan: planPath, EnvSeed: "7", EnvRun: "1",
-		EnvLog: filepath.Join(dir, "log"), EnvCrash: filepath.Join(dir, "crash"), EnvAblate: "hb",
+		abi.EnvPlan: planPath, abi.EnvSeed: "7", abi.EnvRun: "1",
+		abi.EnvLog: filepath.Join(dir, "log"), abi.EnvCrash: filepath.Join(dir, "crash"), abi.EnvAblate: "hb",
 	}
 	for k, v := range env {
 		t.Setenv(k, v)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/lcc"
 	"github.com/memorder/wafl/plans"
 )
@@ -250,14 +251,14 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	}
 	if p < 1 && uniform(e.cfg.seed, l.site, n) >= p {
 		l.skipProb.Add(1)
-		e.logSkip(l, g, n, SkipProbability, 0)
+		e.logSkip(l, g, n, abi.SkipProbability, 0)
 		return
 	}
 	if !e.cfg.ablate.noInterference {
 		for _, o := range l.interf {
 			if o.active.Load() > 0 {
 				e.skipInt.Add(1)
-				e.logSkip(l, g, n, SkipInterference, o.site)
+				e.logSkip(l, g, n, abi.SkipInterference, o.site)
 				return
 			}
 		}
@@ -266,7 +267,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	if e.total.Add(d) > e.params.MaxDelayPerRunNs {
 		e.total.Add(-d)
 		e.skipCapR.Add(1)
-		e.logSkip(l, g, n, SkipCapRun, 0)
+		e.logSkip(l, g, n, abi.SkipCapRun, 0)
 		return
 	}
 	e.mu.Lock()
@@ -274,7 +275,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 		e.mu.Unlock()
 		e.total.Add(-d)
 		e.skipCapG.Add(1)
-		e.logSkip(l, g, n, SkipCapGoroutine, 0)
+		e.logSkip(l, g, n, abi.SkipCapGoroutine, 0)
 		return
 	}
 	e.perG[g] += d

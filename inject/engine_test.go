@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -152,13 +153,13 @@ func TestDecayRemovesLocation(t *testing.T) {
 	}
 	e.finish()
 	recs := e.records(t)
-	if n := count(recs, EvDelay, nil); n != 4 {
+	if n := count(recs, abi.EvDelay, nil); n != 4 {
 		t.Errorf("log has %d delay records, want 4", n)
 	}
-	if n := count(recs, EvEnd, func(r map[string]any) bool { return r["p"] == 0.0 }); n != 1 {
+	if n := count(recs, abi.EvEnd, func(r map[string]any) bool { return r["p"] == 0.0 }); n != 1 {
 		t.Errorf("log has %d end records with p=0, want 1", n)
 	}
-	if n := count(recs, EvLoc, func(r map[string]any) bool { return r["p"] == 0.0 && r["live"] == false }); n != 1 {
+	if n := count(recs, abi.EvLoc, func(r map[string]any) bool { return r["p"] == 0.0 && r["live"] == false }); n != 1 {
 		t.Errorf("finish did not log site 1 at p=0: %v", recs)
 	}
 }
@@ -243,7 +244,7 @@ func TestInterferenceSkip(t *testing.T) {
 			t.Errorf("ablate interference=%v: no delay once the interfering delay ended", off)
 		}
 		recs := e.records(t)
-		n := count(recs, EvSkip, func(r map[string]any) bool { return r["why"] == SkipInterference && r["by"] == 3.0 })
+		n := count(recs, abi.EvSkip, func(r map[string]any) bool { return r["why"] == abi.SkipInterference && r["by"] == 3.0 })
 		if n != int(1-want) {
 			t.Errorf("ablate interference=%v: %d interference skip records", off, n)
 		}
@@ -351,7 +352,7 @@ func TestHBInference(t *testing.T) {
 					t.Errorf("location 1 lost its only pair but is still live")
 				}
 				recs := e.records(t)
-				if count(recs, EvHB, func(r map[string]any) bool {
+				if count(recs, abi.EvHB, func(r map[string]any) bool {
 					return r["first"] == 1.0 && r["second"] == 2.0 && r["delay_g"] == 1.0 && r["g"] == float64(c.g2)
 				}) != 1 {
 					t.Errorf("no hb record in the log")
@@ -394,8 +395,8 @@ func TestReorderLogged(t *testing.T) {
 	e.active.Store(0)
 	e.hit(2, 4) // no delay in progress
 	recs := e.records(t)
-	n := count(recs, EvReorder, nil)
-	if n != 1 || count(recs, EvReorder, func(r map[string]any) bool {
+	n := count(recs, abi.EvReorder, nil)
+	if n != 1 || count(recs, abi.EvReorder, func(r map[string]any) bool {
 		return r["first"] == 1.0 && r["second"] == 2.0 && r["id"] == 9.0 && r["g"] == 2.0 &&
 			r["delay_g"] == 1.0 && r["obj"] == float64(0x1000) && r["t"] == float64(5*ms)
 	}) != 1 {
@@ -458,7 +459,7 @@ func TestFinishDrainsAndStops(t *testing.T) {
 		t.Errorf("delay injected after finish")
 	}
 	e.finish() // idempotent
-	if n := count(e.records(t), EvFinish, nil); n != 1 {
+	if n := count(e.records(t), abi.EvFinish, nil); n != 1 {
 		t.Errorf("%d finish records, want 1", n)
 	}
 }
@@ -627,8 +628,58 @@ func TestProbabilitySkipsLogged(t *testing.T) {
 		e.hit(1, 7)
 	}
 	recs := e.records(t)
-	skips := count(recs, EvSkip, func(r map[string]any) bool { return r["why"] == SkipProbability && r["site"] == 1.0 })
+	skips := count(recs, abi.EvSkip, func(r map[string]any) bool { return r["why"] == abi.SkipProbability && r["site"] == 1.0 })
 	if int64(skips) != e.table[1].skipProb.Load() || skips+int(e.table[1].delays.Load()) != 100 || skips == 0 {
 		t.Errorf("%d probability skip records, counter %d, delays %d", skips, e.table[1].skipProb.Load(), e.table[1].delays.Load())
+	}
+}
+
+// TestLogMatchesRunLogTable writes one record of every kind and checks
+// its keys against the run log's shape in abi.RunLog, which inject/report
+// reads by.
+func TestLogMatchesRunLogTable(t *testing.T) {
+	e := newTestEngine(t, testPlan(location(1, 5*ms, 1, 2)), nil)
+	l := e.table[1]
+	e.logDelay(l, 7, 0, 1, 0x1000, 5*ms, 10)
+	e.logEnd(l, 7, 1, 5*ms, 20, 0.5)
+	e.logSkip(l, 7, 1, abi.SkipProbability, 0)
+	e.logSkip(l, 7, 2, abi.SkipInterference, 3)
+	e.logHB(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 15, 25)
+	e.logReorder(inflight{id: 1, site: 1, g: 7}, 2, 8, 0x1000, 30)
+	e.logFinish(0)
+	seen := map[string]bool{}
+	for _, r := range e.records(t) {
+		ev, _ := r["ev"].(string)
+		var spec *abi.RunLogRecord
+		for i := range abi.RunLog {
+			if abi.RunLog[i].Ev == ev {
+				spec = &abi.RunLog[i]
+			}
+		}
+		if spec == nil {
+			t.Errorf("record kind %q is not in abi.RunLog", ev)
+			continue
+		}
+		seen[ev] = true
+		want := map[string]bool{"ev": true, "t": true}
+		for _, k := range spec.Keys {
+			want[k] = true
+			if _, ok := r[k]; !ok {
+				t.Errorf("%s record %v lacks %q", ev, r, k)
+			}
+		}
+		for _, k := range spec.Optional {
+			want[k] = true
+		}
+		for k := range r {
+			if !want[k] {
+				t.Errorf("%s record %v has %q, not in abi.RunLog", ev, r, k)
+			}
+		}
+	}
+	for _, spec := range abi.RunLog {
+		if !seen[spec.Ev] {
+			t.Errorf("no %s record written", spec.Ev)
+		}
 	}
 }

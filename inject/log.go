@@ -6,42 +6,13 @@ import (
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/memorder/wafl/abi"
 )
 
-// Log record kinds: the "ev" field of every line of the WAFL_LOG file
-// (docs/report-format.md, "Run log").
-const (
-	EvSetup = "setup" // first line: run, seed, plan, start time, pid
-	EvDelay = "delay" // a delay started
-	EvEnd   = "end"   // a delay ended (the delayed access follows)
-	EvSkip  = "skip"  // a delay was skipped (interference or a cap)
-	EvHB    = "hb"    // a pair was pruned by happens-before inference
-	// EvReorder: a watched site touched the object of a delay in progress
-	// in another goroutine (the delay reordered the accesses).
-	EvReorder = "reorder"
-	EvLoc     = "loc"    // final state of one location, written by Finish
-	EvFinish  = "finish" // last line: totals, written by Finish
-)
-
-// Skip reasons (the "why" field of EvSkip records).
-const (
-	SkipInterference = "interference"  // an interfering delay was in progress
-	SkipCapGoroutine = "cap-goroutine" // MaxDelayPerGoroutineNs reached
-	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
-	SkipProbability  = "probability"   // the draw said no (P < 1)
-)
-
-// maxSkipRecords, maxProbSkipRecords and maxReorderRecords bound the
-// skip and reorder lines per run; the totals in the loc and finish records
-// stay exact.
-const (
-	maxSkipRecords     = 10000
-	maxProbSkipRecords = 1000
-	maxReorderRecords  = 10000
-)
-
-// logWriter appends JSON lines to the run log with one write system call
-// per record and no buffering, so a crash loses nothing written before it.
+// logWriter appends JSON lines to the run log (record kinds and keys as in
+// abi.RunLog) with one write system call per record and no buffering, so a
+// crash loses nothing written before it.
 type logWriter struct {
 	f        *os.File
 	skips    atomic.Int64 // interference and cap skip lines written
@@ -153,7 +124,7 @@ func (e *engine) logSetup() {
 			live++
 		}
 	}
-	r := newRec(EvSetup, 0).
+	r := newRec(abi.EvSetup, 0).
 		int("unix_ns", e.clk.unixStart).
 		int("pid", int64(os.Getpid())).
 		int("run", int64(e.cfg.run)).
@@ -170,7 +141,7 @@ func (e *engine) logDelay(l *loc, g, n, id uint64, obj uintptr, d, ts int64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(EvDelay, ts).uint("id", id).uint("site", uint64(l.site)).
+	e.log.write(newRec(abi.EvDelay, ts).uint("id", id).uint("site", uint64(l.site)).
 		uint("g", g).uint("obj", uint64(obj)).int("ns", d).uint("n", n))
 }
 
@@ -178,7 +149,7 @@ func (e *engine) logEnd(l *loc, g, id uint64, actual, te int64, p float64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(EvEnd, te).uint("id", id).uint("site", uint64(l.site)).
+	e.log.write(newRec(abi.EvEnd, te).uint("id", id).uint("site", uint64(l.site)).
 		uint("g", g).int("ns", actual).float("p", p))
 }
 
@@ -186,14 +157,14 @@ func (e *engine) logSkip(l *loc, g, n uint64, why string, by uint32) {
 	if e.log == nil {
 		return
 	}
-	if why == SkipProbability {
-		if e.log.probSkip.Add(1) > maxProbSkipRecords {
+	if why == abi.SkipProbability {
+		if e.log.probSkip.Add(1) > abi.MaxProbSkipRecords {
 			return
 		}
-	} else if e.log.skips.Add(1) > maxSkipRecords {
+	} else if e.log.skips.Add(1) > abi.MaxSkipRecords {
 		return
 	}
-	r := newRec(EvSkip, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).
+	r := newRec(abi.EvSkip, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).
 		uint("n", n).str("why", why)
 	if by != 0 {
 		r.uint("by", uint64(by))
@@ -205,16 +176,16 @@ func (e *engine) logHB(l1 *loc, second uint32, g2 uint64, d delayRec, gap, t2 in
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(EvHB, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
+	e.log.write(newRec(abi.EvHB, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
 		uint("id", d.id).uint("g", g2).uint("delay_g", d.g).int("gap", gap).int("delay_ns", d.te-d.ts))
 }
 
 func (e *engine) logReorder(f inflight, site uint32, g uint64, obj uintptr, t int64) {
 	e.reorders.Add(1)
-	if e.log == nil || e.log.reorders.Add(1) > maxReorderRecords {
+	if e.log == nil || e.log.reorders.Add(1) > abi.MaxReorderRecords {
 		return
 	}
-	e.log.write(newRec(EvReorder, t).uint("first", uint64(f.site)).uint("second", uint64(site)).
+	e.log.write(newRec(abi.EvReorder, t).uint("first", uint64(f.site)).uint("second", uint64(site)).
 		uint("id", f.id).uint("g", g).uint("delay_g", f.g).uint("obj", uint64(obj)))
 }
 
@@ -224,11 +195,11 @@ func (e *engine) logFinish(drain int64) {
 	}
 	t := e.clk.now()
 	for _, l := range e.locs {
-		e.log.write(newRec(EvLoc, t).uint("site", uint64(l.site)).float("p", l.prob()).
+		e.log.write(newRec(abi.EvLoc, t).uint("site", uint64(l.site)).float("p", l.prob()).
 			bool("live", !l.dead.Load()).int("delays", l.delays.Load()).
 			uint("instances", l.instances.Load()).int("skip_prob", l.skipProb.Load()))
 	}
-	e.log.write(newRec(EvFinish, t).int("delays", e.nDelays.Load()).int("delay_ns", e.total.Load()).
+	e.log.write(newRec(abi.EvFinish, t).int("delays", e.nDelays.Load()).int("delay_ns", e.total.Load()).
 		int("skip_interference", e.skipInt.Load()).int("skip_cap_goroutine", e.skipCapG.Load()).
 		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("reorders", e.reorders.Load()).int("drain_ns", drain))
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorder/wafl/record"
+	"github.com/memorder/wafl/abi"
 )
 
 // corpus are real, goroutine-heavy modules whose tests must still pass
@@ -199,7 +199,7 @@ func countEvents(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := record.NewRawReader(f, path)
+	r, err := abi.NewRawReader(f, path)
 	if err != nil {
 		t.Fatal(err)
 	}

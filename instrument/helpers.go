@@ -9,8 +9,8 @@ import (
 )
 
 // RuntimeImport is the import path of the runtime ABI instrumented code
-// calls (docs/design.md).
-const RuntimeImport = "github.com/memorder/wafl/record"
+// calls: package hook (docs/design.md).
+const RuntimeImport = "github.com/memorder/wafl/hook"
 
 // lccImport is the package that defines the fork token type.
 const lccImport = "github.com/memorder/wafl/lcc"
@@ -21,7 +21,7 @@ const lccImport = "github.com/memorder/wafl/lcc"
 // the stored value), so every hook can be placed inline, inside the
 // expression that accesses the slot, keeping Go's evaluation order,
 // short-circuits and the statement's line. They are tiny and inlined by the
-// compiler: an inlined check of record.CurrentMode() and, when the hooks
+// compiler: an inlined check of hook.CurrentMode() and, when the hooks
 // are on, an out-of-line call that makes exactly the runtime call of the
 // ABI: Init/Dispose/Store/Use(site, unsafe.Pointer(slot)); Fork, Adopt,
 // Exit and Finish are called directly. The runtime is imported under names user code cannot shadow; the

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
-	"github.com/memorder/wafl/record"
 	"github.com/memorder/wafl/record/trace"
 )
 
@@ -99,7 +99,7 @@ type event struct {
 	g, obj uint64
 	clock  uint32
 	site   uint32
-	op     record.Op
+	op     abi.Op
 }
 
 func checkEvents(t *testing.T, p *Package, path string) {
@@ -116,7 +116,7 @@ func checkEvents(t *testing.T, p *Package, path string) {
 	for r.Next() {
 		b := r.Batch()
 		for i := 0; i < b.Len(); i++ {
-			evs = append(evs, event{b.G[i], b.Obj[i], b.Clock[i], b.Site[i], record.Op(b.Op[i])})
+			evs = append(evs, event{b.G[i], b.Obj[i], b.Clock[i], b.Site[i], abi.Op(b.Op[i])})
 		}
 	}
 	if err := r.Err(); err != nil {
@@ -124,7 +124,7 @@ func checkEvents(t *testing.T, p *Package, path string) {
 	}
 	// find returns the only event at the site of kind whose expression is
 	// expr in events.go on line.
-	find := func(kind, expr string, line int, op record.Op) event {
+	find := func(kind, expr string, line int, op abi.Op) event {
 		t.Helper()
 		var id uint32
 		for _, s := range tab.Sites {
@@ -146,12 +146,12 @@ func checkEvents(t *testing.T, p *Package, path string) {
 		}
 		return found[0]
 	}
-	init := find("init", "s.conf", 14, record.OpInit)
-	use := find("use", "s.conf", 16, record.OpUse)
-	disp := find("dispose", "s.conf", 19, record.OpDispose)
-	closeEv := find("close", "done", 20, record.OpDispose)
-	send := find("send", "s.ch", 23, record.OpUse)
-	chInit := find("init", "s.ch", 15, record.OpInit)
+	init := find("init", "s.conf", 14, abi.OpInit)
+	use := find("use", "s.conf", 16, abi.OpUse)
+	disp := find("dispose", "s.conf", 19, abi.OpDispose)
+	closeEv := find("close", "done", 20, abi.OpDispose)
+	send := find("send", "s.ch", 23, abi.OpUse)
+	chInit := find("init", "s.ch", 15, abi.OpInit)
 	// Stores whose nil-ness is decided at run time: Dyn runs with nil
 	// values, then with non-nil ones.
 	for _, c := range []struct {
@@ -164,7 +164,7 @@ func checkEvents(t *testing.T, p *Package, path string) {
 				id = s.ID
 			}
 		}
-		var ops []record.Op
+		var ops []abi.Op
 		var objs []uint64
 		for _, e := range evs {
 			if id != 0 && e.site == id {
@@ -172,7 +172,7 @@ func checkEvents(t *testing.T, p *Package, path string) {
 				objs = append(objs, e.obj)
 			}
 		}
-		if len(ops) != 2 || ops[0] != record.OpDispose || ops[1] != record.OpInit || objs[0] != objs[1] {
+		if len(ops) != 2 || ops[0] != abi.OpDispose || ops[1] != abi.OpInit || objs[0] != objs[1] {
 			t.Errorf("%s site %d for %s at line %d: ops %v on %x, want dispose then init on one slot", c.kind, id, c.expr, c.line, ops, objs)
 		}
 	}
@@ -187,7 +187,7 @@ func checkEvents(t *testing.T, p *Package, path string) {
 	}
 	var forks []event
 	for _, e := range evs {
-		if e.op == record.OpFork {
+		if e.op == abi.OpFork {
 			forks = append(forks, e)
 		}
 	}
@@ -287,7 +287,7 @@ func TestBuildReportsErrors(t *testing.T) {
 
 // TestHelpersInline checks that with the hooks off a site costs an inlined
 // mode check: the generated helpers must stay within the compiler's
-// inlining budget (record.CurrentMode must stay cheap too).
+// inlining budget (hook.CurrentMode must stay cheap too).
 func TestHelpersInline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles an instrumented package")

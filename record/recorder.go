@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/lcc"
 )
 
@@ -38,23 +39,14 @@ const (
 	countMask  = 1<<32 - 1
 )
 
-// event is laid out exactly like a raw record (raw.go), so that on
-// little-endian machines a buffer is written with one copy.
-type event struct {
-	time  int64
-	g     uint64
-	obj   uint64
-	clock uint32
-	site  uint32
-	op    Op
-	_     [7]byte
-}
-
+// A buffer holds its events as abi.RawEvent, whose memory layout is the
+// spill file's record layout, so that a full buffer is written with one
+// copy (abi.AppendRawEvents).
 type buffer struct {
 	state atomic.Uint64
 	done  atomic.Uint32 // slots whose event is written
 	count uint32        // slots reserved when sealed; set by the sealer
-	ev    [bufEvents]event
+	ev    [bufEvents]abi.RawEvent
 }
 
 type shard struct {
@@ -77,8 +69,6 @@ type recorder struct {
 	pending atomic.Int32 // len(queue), readable without mu
 
 	once sync.Once // Stop
-	// reported is set once Finish has printed err.
-	reported atomic.Bool
 
 	// wmu serializes writers: the queue is taken and written under it, so
 	// buffers reach the file in queue order. It guards the fields below.
@@ -92,32 +82,15 @@ type recorder struct {
 	dropped    atomic.Int64 // events lost to write errors
 }
 
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
-func init() {
-	// The one-copy write path relies on event matching the raw layout.
-	var e event
-	if unsafe.Sizeof(e) != RawRecordSize || unsafe.Offsetof(e.clock) != 24 || unsafe.Offsetof(e.site) != 28 || unsafe.Offsetof(e.op) != 32 {
-		panic("wafl runtime: event layout does not match the raw record layout")
-	}
-}
-
 // active is the recorder of the current recording, if any.
 var active atomic.Pointer[recorder]
 
-// StartRecording creates (truncating) the spill file at path and turns
-// recording on: Init, Dispose, Store, Use and Adopt append events from now
-// on until Finish or StopRecording. package record calls it from init when
-// WAFL_MODE=record; tests may call it directly.
-func StartRecording(path string) error {
+// Start creates (truncating) the spill file at path and starts recording:
+// Add and AddFork append events from now on until Stop. Package hook calls
+// it from its init when WAFL_MODE=record.
+func Start(path string) error {
 	if r := active.Load(); r != nil && !r.isClosed() {
 		return fmt.Errorf("recording to %s already in progress", r.path)
-	}
-	if m := Mode(mode.Load()); m == ModeDetect {
-		return fmt.Errorf("cannot record: hooks are in %s mode", m)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -127,44 +100,85 @@ func StartRecording(path string) error {
 		path:    path,
 		f:       f,
 		w:       bufio.NewWriterSize(f, 1<<20),
-		scratch: make([]byte, 0, RawFrameSize+bufEvents*RawRecordSize),
+		scratch: make([]byte, 0, abi.RawFrameSize+bufEvents*abi.RawRecordSize),
 	}
 	r.timer = time.AfterFunc(time.Hour, r.tick)
 	r.timer.Stop()
-	if _, err := r.f.Write(AppendRawHeader(nil)); err != nil {
+	if _, err := r.f.Write(abi.AppendRawHeader(nil)); err != nil {
 		f.Close()
 		return fmt.Errorf("writing spill file %s: %w", path, err)
 	}
 	active.Store(r)
-	lcc.Enable()
-	mode.Store(uint32(ModeRecord))
 	return nil
 }
 
-// StopRecording flushes every recorded event to the spill file and closes
-// it; later events are dropped. It returns the first write error. Calls
-// after the first wait for it and return the same result.
-func StopRecording() error {
+// Stop flushes every recorded event to the spill file and closes it;
+// later events are dropped. It returns the first write error. It is
+// idempotent and safe to call from any goroutine: calls after the first
+// wait for it and return the same result. Without a recording it does
+// nothing.
+func Stop() error {
 	r := active.Load()
 	if r == nil {
 		return nil
 	}
-	r.once.Do(func() {
-		mode.CompareAndSwap(uint32(ModeRecord), uint32(ModeOff))
-		r.stop()
-	})
+	r.once.Do(r.stop)
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	return r.err
 }
 
-// RecordingStats returns the number of events written to the current (or
-// last) spill file and the number lost to write errors.
-func RecordingStats() (written, dropped int64) {
+// Stats returns the number of events written to the current (or last)
+// spill file and the number lost to write errors.
+func Stats() (written, dropped int64) {
 	if r := active.Load(); r != nil {
 		return r.events.Load(), r.dropped.Load()
 	}
 	return 0, 0
+}
+
+// Add records an access (init, use or dispose) by the calling goroutine:
+// its id and own clock (lcc.Current), the time (Now), site, the object's
+// address and op. It is the recorder's fast path: one out-of-line call
+// that reserves a slot in the current buffer of the goroutine's shard with
+// one compare-and-swap, fills it and publishes it; everything else (no
+// buffer, full, sealed, not recording) goes through add. Without a
+// recording the event is dropped.
+func Add(site uint32, obj unsafe.Pointer, op abi.Op) {
+	r := active.Load()
+	if r == nil {
+		return
+	}
+	g, c := lcc.Current()
+	t := nanotime()
+	// add's first attempt, written out here so that an event costs one
+	// call; the two must reserve and publish slots the same way.
+	si := g % numShards
+	if b := r.shards[si].cur.Load(); b != nil {
+		s := b.state.Load()
+		if s&^countMask == (si+1)<<ownerShift && s&countMask < bufEvents && b.state.CompareAndSwap(s, s+1) {
+			e := &b.ev[s&countMask]
+			e.Time = t
+			e.G = g
+			e.Obj = uint64(uintptr(obj))
+			e.Clock = c
+			e.Site = site
+			e.Op = op
+			b.done.Add(1)
+			return
+		}
+	}
+	r.add(g, t, g, uint64(uintptr(obj)), c, site, op)
+}
+
+// AddFork records the fork row of edge e (g = parent, clock = the
+// parent's counter at the fork, obj = child, site 0). The child calls it
+// when it adopts, so the row goes to the child's shard and precedes the
+// child's own events in the file.
+func AddFork(e lcc.Edge) {
+	if r := active.Load(); r != nil {
+		r.add(e.Child, nanotime(), e.Parent, e.Child, e.Clock, 0, abi.OpFork)
+	}
 }
 
 func (r *recorder) isClosed() bool {
@@ -175,10 +189,10 @@ func (r *recorder) isClosed() bool {
 
 // add appends one event to the shard of goroutine key, the goroutine
 // calling add: its own events, or the fork row it writes when it adopts,
-// so that a goroutine's fork row precedes its events in the file.
-// hook (hooks.go) inlines the first attempt of the loop below for the
-// event hooks; the two must reserve and publish slots the same way.
-func (r *recorder) add(key uint64, t int64, g, obj uint64, clock, site uint32, op Op) {
+// so that a goroutine's fork row precedes its events in the file. Add
+// inlines the first attempt of the loop below; the two must reserve and
+// publish slots the same way.
+func (r *recorder) add(key uint64, t int64, g, obj uint64, clock, site uint32, op abi.Op) {
 	si := key % numShards
 	sh := &r.shards[si]
 	owner := (si + 1) << ownerShift
@@ -190,7 +204,7 @@ func (r *recorder) add(key uint64, t int64, g, obj uint64, clock, site uint32, o
 					break
 				}
 				if b.state.CompareAndSwap(s, s+1) {
-					b.ev[s&countMask] = event{time: t, g: g, obj: obj, clock: clock, site: site, op: op}
+					b.ev[s&countMask] = abi.RawEvent{Time: t, G: g, Obj: obj, Clock: clock, Site: site, Op: op}
 					b.done.Add(1)
 					return
 				}
@@ -394,16 +408,8 @@ func (r *recorder) write(b *buffer) {
 		r.dropped.Add(int64(n))
 		return
 	}
-	p := r.scratch[:RawFrameSize]
-	if littleEndian {
-		p = append(p, unsafe.Slice((*byte)(unsafe.Pointer(&b.ev[0])), n*RawRecordSize)...)
-	} else {
-		for i := range n {
-			e := &b.ev[i]
-			p = AppendRawEvent(p, RawEvent{Time: e.time, G: e.g, Obj: e.obj, Clock: e.clock, Site: e.site, Op: e.op})
-		}
-	}
-	putRawFrameHeader(p)
+	p := abi.AppendRawEvents(r.scratch[:abi.RawFrameSize], b.ev[:n])
+	abi.PutRawFrameHeader(p)
 	r.scratch = p[:0]
 	if _, err := r.w.Write(p); err != nil {
 		r.err = fmt.Errorf("writing spill file %s: %w", r.path, err)

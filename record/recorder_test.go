@@ -3,7 +3,6 @@ package record
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -11,21 +10,22 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/lcc"
 )
 
-func readSpill(t *testing.T, path string) []RawEvent {
+func readSpill(t *testing.T, path string) []abi.RawEvent {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := NewRawReader(f, path)
+	r, err := abi.NewRawReader(f, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []RawEvent
+	var out []abi.RawEvent
 	for r.Next() {
 		for i := range r.Len() {
 			out = append(out, r.Event(i))
@@ -45,13 +45,13 @@ func countSpill(path string) int {
 		return -1
 	}
 	defer f.Close()
-	r, err := NewRawReader(f, path)
+	r, err := abi.NewRawReader(f, path)
 	if err != nil {
 		return -1
 	}
 	for r.Next() {
 	}
-	if err := r.Err(); err != nil && !errors.Is(err, ErrTruncated) {
+	if err := r.Err(); err != nil && !errors.Is(err, abi.ErrTruncated) {
 		return -1
 	}
 	return int(r.Events())
@@ -60,11 +60,12 @@ func countSpill(path string) int {
 func startTemp(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace.raw")
-	if err := StartRecording(path); err != nil {
+	if err := Start(path); err != nil {
 		t.Fatal(err)
 	}
+	lcc.Enable()
 	t.Cleanup(func() {
-		StopRecording()
+		Stop()
 		lcc.Disable()
 	})
 	return path
@@ -98,23 +99,18 @@ func stress(t *testing.T, goroutines, perG int) {
 	var wg sync.WaitGroup
 	for i := range goroutines {
 		objs[i] = make([]byte, perG)
-		tok := Fork()
+		tok := lcc.Fork()
 		tokens[i] = tok
 		wg.Add(1)
 		go func() {
-			Adopt(tok)
+			if e, ok := lcc.Adopt(tok); ok {
+				AddFork(e)
+			}
 			defer wg.Done()
 			gids[i] = lcc.Goid()
 			o := objs[i]
 			for j := range perG {
-				switch j % 3 {
-				case 0:
-					Init(uint32(i+1), unsafe.Pointer(&o[j]))
-				case 1:
-					Use(uint32(i+1), unsafe.Pointer(&o[j]))
-				case 2:
-					Store(uint32(i+1), unsafe.Pointer(&o[j]), true)
-				}
+				Add(uint32(i+1), unsafe.Pointer(&o[j]), []abi.Op{abi.OpInit, abi.OpUse, abi.OpDispose}[j%3])
 				if j%4096 == 0 {
 					runtime.Gosched()
 				}
@@ -122,12 +118,13 @@ func stress(t *testing.T, goroutines, perG int) {
 		}()
 	}
 	wg.Wait()
-	Finish()
-	Finish() // idempotent
-	if CurrentMode() != ModeOff {
-		t.Fatalf("mode after Finish = %v, want off", CurrentMode())
+	if err := Stop(); err != nil {
+		t.Fatal(err)
 	}
-	Use(1, unsafe.Pointer(&objs[0][0])) // after Finish: dropped, no panic
+	if err := Stop(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	Add(1, unsafe.Pointer(&objs[0][0]), abi.OpUse) // after Stop: dropped, no panic
 
 	evs := readSpill(t, path)
 	if want := goroutines*perG + goroutines; len(evs) != want {
@@ -142,7 +139,7 @@ func stress(t *testing.T, goroutines, perG int) {
 	forked := make([]bool, goroutines)
 	var lastTime = make([]int64, goroutines)
 	for _, e := range evs {
-		if e.Op == OpFork {
+		if e.Op == abi.OpFork {
 			i, ok := byG[e.Obj]
 			if !ok || e.G != parent || e.Clock != tokens[i].Clock || e.Site != 0 || forked[i] {
 				t.Fatalf("bad or repeated fork row %+v (parent %d, tokens %+v)", e, parent, tokens)
@@ -162,7 +159,7 @@ func stress(t *testing.T, goroutines, perG int) {
 		if want := uint64(uintptr(unsafe.Pointer(&objs[i][0]))) + uint64(j); e.Obj != want {
 			t.Fatalf("goroutine %d: event %d has obj offset %d: lost, duplicated or reordered", i, j, int64(e.Obj-want)+int64(j))
 		}
-		wantOp := []Op{OpInit, OpUse, OpDispose}[j%3]
+		wantOp := []abi.Op{abi.OpInit, abi.OpUse, abi.OpDispose}[j%3]
 		if e.Op != wantOp || e.Site != uint32(i+1) || e.Clock != 1 {
 			t.Fatalf("goroutine %d event %d = %+v, want op %v site %d clock 1", i, j, e, wantOp, i+1)
 		}
@@ -175,8 +172,8 @@ func stress(t *testing.T, goroutines, perG int) {
 	if forks != goroutines {
 		t.Fatalf("%d fork rows, want %d", forks, goroutines)
 	}
-	if w, d := RecordingStats(); w != int64(len(evs)) || d != 0 {
-		t.Fatalf("RecordingStats = %d written, %d dropped; want %d, 0", w, d, len(evs))
+	if w, d := Stats(); w != int64(len(evs)) || d != 0 {
+		t.Fatalf("Stats = %d written, %d dropped; want %d, 0", w, d, len(evs))
 	}
 }
 
@@ -190,13 +187,13 @@ func TestPeriodicFlush(t *testing.T) {
 	// address changes when the stack grows.
 	x := new(int)
 	heapSink = x
-	Use(7, unsafe.Pointer(x))
+	Add(7, unsafe.Pointer(x), abi.OpUse)
 	for attempt := 0; ; attempt++ {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fi.Size() >= RawHeaderSize+RawFrameSize+RawRecordSize {
+		if fi.Size() >= abi.RawHeaderSize+abi.RawFrameSize+abi.RawRecordSize {
 			break
 		}
 		if attempt > 2000 { // 20 s, against a 25 ms flush interval
@@ -210,23 +207,25 @@ func TestPeriodicFlush(t *testing.T) {
 	}
 }
 
-func TestFinishConcurrent(t *testing.T) {
+func TestStopConcurrent(t *testing.T) {
 	path := startTemp(t)
 	var x int
 	for range 5000 {
-		Use(1, unsafe.Pointer(&x))
+		Add(1, unsafe.Pointer(&x), abi.OpUse)
 	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			Finish()
+			if err := Stop(); err != nil {
+				t.Error(err)
+			}
 			// Every caller returns only after the data is on disk.
 			fi, err := os.Stat(path)
 			if err != nil {
 				t.Error(err)
-			} else if min := int64(RawHeaderSize + 5000*RawRecordSize); fi.Size() < min {
+			} else if min := int64(abi.RawHeaderSize + 5000*abi.RawRecordSize); fi.Size() < min {
 				t.Errorf("after Finish returned the spill file has %d bytes, want at least %d", fi.Size(), min)
 			}
 		}()
@@ -239,152 +238,54 @@ func TestFinishConcurrent(t *testing.T) {
 
 func TestStartErrors(t *testing.T) {
 	startTemp(t)
-	if err := StartRecording(filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "already in progress") {
-		t.Fatalf("second StartRecording: %v", err)
+	if err := Start(filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "already in progress") {
+		t.Fatalf("second Start: %v", err)
 	}
-	StopRecording()
-	if err := StartRecording(filepath.Join(t.TempDir(), "no", "such", "dir", "x")); err == nil || !strings.Contains(err.Error(), "spill file") {
-		t.Fatalf("StartRecording in a missing directory: %v", err)
-	}
-	if err := setup("bogus", ""); err == nil || !strings.Contains(err.Error(), `WAFL_MODE="bogus"`) {
-		t.Fatalf("setup(bogus): %v", err)
-	}
-	if err := setup("record", ""); err == nil || !strings.Contains(err.Error(), "WAFL_TRACE") {
-		t.Fatalf("setup(record, no trace): %v", err)
+	Stop()
+	if err := Start(filepath.Join(t.TempDir(), "no", "such", "dir", "x")); err == nil || !strings.Contains(err.Error(), "spill file") {
+		t.Fatalf("Start in a missing directory: %v", err)
 	}
 }
 
-func TestRecordNoAllocs(t *testing.T) {
+func TestAddNoAllocs(t *testing.T) {
 	startTemp(t)
 	var x int
 	p := unsafe.Pointer(&x)
 	for range 3 * bufEvents { // warm up: buffers allocated and recycled
-		Use(1, p)
+		Add(1, p, abi.OpUse)
 	}
+	edge := lcc.Edge{Parent: 1, Clock: 1, Child: lcc.Goid()}
 	if n := testing.AllocsPerRun(10*bufEvents, func() {
-		Init(1, p)
-		Use(2, p)
-		Adopt(Fork())
+		Add(1, p, abi.OpInit)
+		Add(2, p, abi.OpUse)
+		AddFork(edge)
 	}); n != 0 {
-		t.Fatalf("recording hooks allocate %v times per run, want 0", n)
+		t.Fatalf("recording allocates %v times per run, want 0", n)
 	}
-	StopRecording()
-	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()) }); n != 0 {
-		t.Fatalf("hooks off allocate %v times per run, want 0", n)
-	}
-}
-
-// TestSubprocessExit runs this test binary with WAFL_MODE=record, as wafl
-// does, and checks that init starts the recorder and Exit flushes it.
-func TestSubprocessExit(t *testing.T) {
-	if os.Getenv("WAFL_RECORD_HELPER") == "1" {
-		if os.Getenv("WAFL_MODE") != "" || os.Getenv("WAFL_TRACE") != "" {
-			os.Exit(4) // children of a recording process must not record
-		}
-		var x int
-		for i := range 10_000 {
-			Use(uint32(i%5+1), unsafe.Pointer(&x))
-		}
-		tok := Fork()
-		done := make(chan struct{})
-		go func() { Adopt(tok); Init(9, unsafe.Pointer(&x)); close(done) }()
-		<-done
-		Exit(3)
-	}
-	path := filepath.Join(t.TempDir(), "sub.raw")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSubprocessExit$")
-	cmd.Env = append(os.Environ(), "WAFL_RECORD_HELPER=1", "WAFL_MODE=record", "WAFL_TRACE="+path)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("helper: %v, want exit status 3\n%s", err, out)
-	}
-	evs := readSpill(t, path)
-	var uses, inits, forks int
-	for _, e := range evs {
-		switch e.Op {
-		case OpUse:
-			uses++
-		case OpInit:
-			inits++
-		case OpFork:
-			forks++
-		}
-	}
-	if uses != 10_000 || inits != 1 || forks != 1 {
-		t.Fatalf("helper recorded %d uses, %d inits, %d forks; want 10000, 1, 1", uses, inits, forks)
-	}
-	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "WAFL_MODE=record")
-	out, err = cmd.CombinedOutput()
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "WAFL_TRACE") {
-		t.Fatalf("WAFL_MODE=record without WAFL_TRACE: %v\n%s", err, out)
+	Stop()
+	if n := testing.AllocsPerRun(1000, func() { Add(1, p, abi.OpUse); AddFork(edge) }); n != 0 {
+		t.Fatalf("a stopped recorder allocates %v times per run, want 0", n)
 	}
 }
 
-func BenchmarkHookOff(b *testing.B) {
-	var x int
-	p := unsafe.Pointer(&x)
-	b.ReportAllocs()
-	for b.Loop() {
-		Use(1, p)
+func BenchmarkAddNullSink(b *testing.B) {
+	if _, err := os.Stat(os.DevNull); err != nil {
+		b.Skip("no", os.DevNull)
 	}
-}
-
-func BenchmarkForkAdoptOff(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		Adopt(Fork())
-	}
-}
-
-// benchStart records to a temporary file, or with null set to /dev/null,
-// which isolates the hook's own cost from the writer's disk bandwidth.
-func benchStart(b *testing.B, null bool) {
-	path := filepath.Join(b.TempDir(), "bench.raw")
-	if null {
-		if _, err := os.Stat(os.DevNull); err != nil {
-			b.Skip("no", os.DevNull)
-		}
-		path = os.DevNull
-	}
-	if err := StartRecording(path); err != nil {
+	if err := Start(os.DevNull); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		if err := StopRecording(); err != nil {
+		if err := Stop(); err != nil {
 			b.Error(err)
 		}
-		lcc.Disable()
 	})
-}
-
-func BenchmarkHookRecord(b *testing.B)         { benchHookRecord(b, false) }
-func BenchmarkHookRecordNullSink(b *testing.B) { benchHookRecord(b, true) }
-
-func benchHookRecord(b *testing.B, null bool) {
-	benchStart(b, null)
 	var x int
 	p := unsafe.Pointer(&x)
 	b.ReportAllocs()
 	for b.Loop() {
-		Use(1, p)
+		Add(1, p, abi.OpUse)
 	}
-}
-
-func BenchmarkHookRecordParallel(b *testing.B)         { benchHookRecordParallel(b, false) }
-func BenchmarkHookRecordParallelNullSink(b *testing.B) { benchHookRecordParallel(b, true) }
-
-func benchHookRecordParallel(b *testing.B, null bool) {
-	benchStart(b, null)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		var x int
-		p := unsafe.Pointer(&x)
-		for pb.Next() {
-			Use(1, p)
-		}
-	})
 }
 
 func BenchmarkNow(b *testing.B) {
@@ -404,7 +305,7 @@ func TestNoResidentGoroutine(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for range 3*bufEvents + 5 {
-			Use(3, unsafe.Pointer(x))
+			Add(3, unsafe.Pointer(x), abi.OpUse)
 		}
 		close(done)
 	}()
@@ -424,7 +325,7 @@ func TestNoResidentGoroutine(t *testing.T) {
 		}
 		sleepMS(10)
 	}
-	if CurrentMode() != ModeRecord {
+	if r := active.Load(); r == nil || r.isClosed() {
 		t.Fatal("recording stopped")
 	}
 }

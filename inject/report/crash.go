@@ -310,7 +310,7 @@ func runtimePkgFunc(fn string) bool {
 	if !ok {
 		return false
 	}
-	for _, p := range []string{"lcc.", "record.", "inject.", "plans."} {
+	for _, p := range []string{"abi.", "hook.", "lcc.", "record.", "inject.", "plans."} {
 		if strings.HasPrefix(rest, p) {
 			return true
 		}

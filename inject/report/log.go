@@ -9,20 +9,21 @@ import (
 	"io"
 	"os"
 
-	"github.com/memorder/wafl/inject"
+	"github.com/memorder/wafl/abi"
 )
 
-// Log is a detection run's log (WAFL_LOG) as written by package inject.
+// Log is a detection run's log (WAFL_LOG) as written by package inject; its
+// record kinds and keys are abi.RunLog's.
 type Log struct {
 	Setup  *Setup   // nil when the log is empty or missing
 	Delays []*Delay // in start order
-	// Skips are skipped delays: interference and caps (at most 10000 per
-	// run), probability (at most 1000); the loc and finish records have
-	// exact totals.
+	// Skips are skipped delays: interference and caps (at most
+	// abi.MaxSkipRecords per run), probability (at most
+	// abi.MaxProbSkipRecords); the loc and finish records have exact totals.
 	Skips  []Skip
 	Prunes []Prune // pairs pruned by happens-before inference
 	// Reorders are accesses at watched sites to the object of a delay in
-	// progress in another goroutine (at most 10000 per run).
+	// progress in another goroutine (at most abi.MaxReorderRecords per run).
 	Reorders []Reorder
 	Locs     []LocEnd // per-location state at Finish
 	Finish   *Finish  // nil when the process died before Finish
@@ -189,50 +190,50 @@ func (lg *Log) add(line []byte) error {
 		return err
 	}
 	switch rec.Ev {
-	case inject.EvSetup:
+	case abi.EvSetup:
 		var s Setup
 		if err := json.Unmarshal(line, &s); err != nil {
 			return err
 		}
 		lg.Setup = &s
-	case inject.EvDelay:
+	case abi.EvDelay:
 		var d Delay
 		if err := json.Unmarshal(line, &d); err != nil {
 			return err
 		}
 		lg.Delays = append(lg.Delays, &d)
 		lg.byID[d.ID] = lg.Delays[len(lg.Delays)-1]
-	case inject.EvEnd:
+	case abi.EvEnd:
 		d := lg.byID[rec.ID]
 		if d == nil {
 			return fmt.Errorf("end of unknown delay %d", rec.ID)
 		}
 		d.Ended, d.End, d.Actual, d.Prob = true, rec.T, rec.Ns, rec.P
-	case inject.EvSkip:
+	case abi.EvSkip:
 		var s Skip
 		if err := json.Unmarshal(line, &s); err != nil {
 			return err
 		}
 		lg.Skips = append(lg.Skips, s)
-	case inject.EvHB:
+	case abi.EvHB:
 		var p Prune
 		if err := json.Unmarshal(line, &p); err != nil {
 			return err
 		}
 		lg.Prunes = append(lg.Prunes, p)
-	case inject.EvReorder:
+	case abi.EvReorder:
 		var r Reorder
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
 		lg.Reorders = append(lg.Reorders, r)
-	case inject.EvLoc:
+	case abi.EvLoc:
 		var l LocEnd
 		if err := json.Unmarshal(line, &l); err != nil {
 			return err
 		}
 		lg.Locs = append(lg.Locs, l)
-	case inject.EvFinish:
+	case abi.EvFinish:
 		var f Finish
 		if err := json.Unmarshal(line, &f); err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memorder/wafl/inject"
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -107,7 +107,7 @@ func Outcome(in RunInput) (*RunResult, error) {
 	res.Crash = c
 
 	switch {
-	case in.ExitCode == inject.ExitSetup && bytes.Contains(in.Stderr, []byte("wafl: detect:")):
+	case in.ExitCode == abi.ExitSetup && bytes.Contains(in.Stderr, []byte("wafl: detect:")):
 		res.Status = SetupFailed
 		res.Reason = setupError(in.Stderr)
 	case in.Killed:
@@ -206,7 +206,7 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 		r.Skipped = int(f.SkipInterference + f.SkipCapGoroutine + f.SkipCapRun)
 	} else {
 		for _, sk := range lg.Skips {
-			if sk.Why != inject.SkipProbability {
+			if sk.Why != abi.SkipProbability {
 				r.Skipped++
 			}
 		}

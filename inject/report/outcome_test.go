@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorder/wafl/inject"
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -93,13 +93,13 @@ func runScenario(t *testing.T, test string, p *plans.Plan, o runOpts) (*RunResul
 	}
 	logPath, crashPath := filepath.Join(dir, "run.log"), filepath.Join(dir, "crash.txt")
 	wenv := []string{
-		inject.EnvMode + "=" + inject.ModeDetect,
-		inject.EnvPlan + "=" + planPath,
-		inject.EnvSeed + "=" + strconv.FormatUint(o.seed, 10),
-		inject.EnvRun + "=" + strconv.Itoa(o.run),
-		inject.EnvLog + "=" + logPath,
-		inject.EnvCrash + "=" + crashPath,
-		inject.EnvAblate + "=" + o.ablate,
+		abi.EnvMode + "=" + abi.ModeDetect,
+		abi.EnvPlan + "=" + planPath,
+		abi.EnvSeed + "=" + strconv.FormatUint(o.seed, 10),
+		abi.EnvRun + "=" + strconv.Itoa(o.run),
+		abi.EnvLog + "=" + logPath,
+		abi.EnvCrash + "=" + crashPath,
+		abi.EnvAblate + "=" + o.ablate,
 	}
 	if o.noSeed {
 		wenv = append(wenv[:2], wenv[3:]...)
@@ -226,10 +226,10 @@ func TestBugUseAfterDispose(t *testing.T) {
 	}
 }
 
-func TestBugThroughRecordHooks(t *testing.T) {
+func TestBugThroughHooks(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseAfterDispose, 15, 16, 400*ms))
-	res, _ := retry(t, "use-after-dispose through record hooks", func() (*RunResult, string) {
-		return runScenario(t, "TestScenarioRecordHooks", p, runOpts{seed: 15})
+	res, _ := retry(t, "use-after-dispose through the hooks", func() (*RunResult, string) {
+		return runScenario(t, "TestScenarioHooks", p, runOpts{seed: 15})
 	}, func(r *RunResult) bool { return r.Status == BugFound })
 	if res.Bug.Kind != plans.UseAfterDispose || res.Bug.Delayed.Site != 15 || res.Bug.Failing.Site != 15 {
 		t.Errorf("bug %+v", res.Bug)
@@ -325,7 +325,7 @@ func TestInterferenceFigure42b(t *testing.T) {
 		}
 		skipped := false
 		for _, s := range res.Log.Skips {
-			skipped = skipped || (s.Site == 11 && s.By == 11 && s.Why == inject.SkipInterference)
+			skipped = skipped || (s.Site == 11 && s.By == 11 && s.Why == abi.SkipInterference)
 		}
 		if !skipped {
 			t.Errorf("no interference skip at site 11 in the log")

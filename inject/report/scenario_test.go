@@ -17,8 +17,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memorder/wafl/hook"
 	"github.com/memorder/wafl/inject"
-	"github.com/memorder/wafl/record"
 )
 
 // envScenario marks the child process.
@@ -26,13 +26,13 @@ const envScenario = "WAFL_TEST_SCENARIO"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envScenario) != "" {
-		// record's init has called inject.Setup (WAFL_MODE=detect); the
-		// generated TestMain ends with record.Finish, which drains.
-		if !inject.Setup() {
+		// hook's init has called inject.Setup (WAFL_MODE=detect); the
+		// generated TestMain ends with hook.Finish, which drains.
+		if hook.CurrentMode() != hook.ModeDetect {
 			panic("scenario child without a detection run")
 		}
 		code := m.Run()
-		record.Finish()
+		hook.Finish()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
@@ -180,20 +180,20 @@ func TestScenarioHB(t *testing.T) {
 	<-done
 }
 
-// TestScenarioRecordHooks is TestScenarioUseAfterDispose through the
-// record hooks that instrumented code calls, in detect mode.
-func TestScenarioRecordHooks(t *testing.T) {
+// TestScenarioHooks is TestScenarioUseAfterDispose through the hooks
+// that instrumented code calls, in detect mode.
+func TestScenarioHooks(t *testing.T) {
 	scenarioOnly(t)
 	var c atomic.Pointer[handler]
 	c.Store(&handler{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		record.Use(15, unsafe.Pointer(&c))
+		hook.Use(15, unsafe.Pointer(&c))
 		_ = c.Load().n // site:15 use c
 	}()
 	time.Sleep(20 * time.Millisecond)
-	record.Dispose(16, unsafe.Pointer(&c))
+	hook.Dispose(16, unsafe.Pointer(&c))
 	c.Store(nil) // site:16 atomic-store c
 	<-done
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/memorder/wafl/record"
+	"github.com/memorder/wafl/abi"
 )
 
 // convertRows is the number of events per Arrow record batch written by
@@ -19,15 +19,15 @@ const convertRows = 1 << 16
 // written by the child when it adopts; rows are not sorted by time across
 // goroutines. A truncated or corrupt spill file is converted up to its last
 // good batch, the trace is closed properly, and the error (wrapping
-// ErrTruncated or record.ErrCorrupt) is returned with the count.
+// abi.ErrTruncated or abi.ErrCorrupt) is returned with the count.
 func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 	in, err := os.Open(rawPath)
 	if err != nil {
 		return 0, fmt.Errorf("opening spill file: %w", err)
 	}
 	defer in.Close()
-	rr, err := record.NewRawReader(bufio.NewReaderSize(in, 1<<20), rawPath)
-	if err != nil && !errors.Is(err, ErrTruncated) {
+	rr, err := abi.NewRawReader(bufio.NewReaderSize(in, 1<<20), rawPath)
+	if err != nil && !errors.Is(err, abi.ErrTruncated) {
 		return 0, err
 	}
 	headerErr := err
@@ -35,7 +35,7 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	b := &Batch{
+	b := &abi.Batch{
 		Time:  make([]int64, 0, convertRows),
 		G:     make([]uint64, 0, convertRows),
 		Clock: make([]uint32, 0, convertRows),
@@ -62,9 +62,9 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 			p := rr.Payload()
 			for len(p) > 0 {
 				room := convertRows - b.Len()
-				k := min(room, len(p)/record.RawRecordSize)
-				decodeInto(b, p[:k*record.RawRecordSize])
-				p = p[k*record.RawRecordSize:]
+				k := min(room, len(p)/abi.RawRecordSize)
+				decodeInto(b, p[:k*abi.RawRecordSize])
+				p = p[k*abi.RawRecordSize:]
 				if b.Len() == convertRows {
 					if err := flush(); err != nil {
 						w.Close()
@@ -89,14 +89,14 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 }
 
 // decodeInto appends the raw records in p to b's columns.
-func decodeInto(b *Batch, p []byte) {
-	n := len(p) / record.RawRecordSize
+func decodeInto(b *abi.Batch, p []byte) {
+	n := len(p) / abi.RawRecordSize
 	base := b.Len()
 	b.Time, b.G, b.Clock = b.Time[:base+n], b.G[:base+n], b.Clock[:base+n]
 	b.Site, b.Obj, b.Op = b.Site[:base+n], b.Obj[:base+n], b.Op[:base+n]
 	t, g, c, s, o, op := b.Time[base:], b.G[base:], b.Clock[base:], b.Site[base:], b.Obj[base:], b.Op[base:]
 	for i := range n {
-		e := record.DecodeRawEvent(p[i*record.RawRecordSize:])
+		e := abi.DecodeRawEvent(p[i*abi.RawRecordSize:])
 		t[i], g[i], c[i], s[i], o[i], op[i] = e.Time, e.G, e.Clock, e.Site, e.Obj, uint8(e.Op)
 	}
 }

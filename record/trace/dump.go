@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/memorder/wafl/record"
+	"github.com/memorder/wafl/abi"
 )
 
 // Dump writes the rest of r as text, one event per line, for tests and
@@ -37,8 +37,8 @@ func Dump(w io.Writer, r *Reader, limit int) error {
 			line = append(line, " clock="...)
 			line = strconv.AppendUint(line, uint64(b.Clock[i]), 10)
 			line = append(line, ' ')
-			line = append(line, record.Op(b.Op[i]).String()...)
-			if record.Op(b.Op[i]) == record.OpFork {
+			line = append(line, abi.Op(b.Op[i]).String()...)
+			if abi.Op(b.Op[i]) == abi.OpFork {
 				line = append(line, " child="...)
 				line = strconv.AppendUint(line, b.Obj[i], 10)
 			} else {

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/memorder/wafl/record"
+	"github.com/memorder/wafl/abi"
 )
 
 func TestDump(t *testing.T) {
-	b := &Batch{}
-	b.Append(100, 1, 1, 0, 7, uint8(record.OpFork))
-	b.Append(150, 7, 1, 3, 0xc000010, uint8(record.OpUse))
-	b.Append(160, 1, 2, 2, 0xc000010, uint8(record.OpDispose))
+	b := &abi.Batch{}
+	b.Append(100, 1, 1, 0, 7, uint8(abi.OpFork))
+	b.Append(150, 7, 1, 3, 0xc000010, uint8(abi.OpUse))
+	b.Append(160, 1, 2, 2, 0xc000010, uint8(abi.OpDispose))
 	r, err := NewReader(bytes.NewReader(encode(t, b)))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // msgReader is an ipc.MessageReader that reads the IPC stream framing
@@ -35,12 +37,9 @@ const (
 
 var errEOS = io.EOF
 
-// widths are the byte widths of the columns, in schema order.
-var widths = [...]int{8, 8, 4, 4, 8, 1}
-
 func (m *msgReader) truncated(what string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("stream cut inside %s at offset %d: %w", what, m.off, ErrTruncated)
+		return fmt.Errorf("stream cut inside %s at offset %d: %w", what, m.off, abi.ErrTruncated)
 	}
 	return fmt.Errorf("reading %s at offset %d: %w", what, m.off, err)
 }
@@ -60,7 +59,7 @@ func (m *msgReader) Message() (*ipc.Message, error) {
 		if n == 0 && err == io.EOF {
 			// End of input without the end-of-stream marker: the writer
 			// did not finish. Report it as a cut, after the batches read.
-			return nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, ErrTruncated)
+			return nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, abi.ErrTruncated)
 		}
 		return nil, m.truncated("a message header", err)
 	}
@@ -314,8 +313,8 @@ func checkMessage(meta []byte) (int64, error) {
 	if nn != len(fields) || bn != 2*len(fields) {
 		return 0, fmt.Errorf("record batch has %d columns and %d buffers, want %d and %d", nn, bn, len(fields), 2*len(fields))
 	}
-	for i, w := range widths {
-		if l, _ := b.i64(bs + 16*(2*i+1) + 8); l/int64(w) < rows {
+	for i, c := range abi.Columns {
+		if l, _ := b.i64(bs + 16*(2*i+1) + 8); l/int64(c.Width) < rows {
 			return 0, fmt.Errorf("corrupt record batch (column %d: %d bytes for %d rows)", i, l, rows)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // Reader streams a trace record batch by record batch.
@@ -20,7 +22,7 @@ type Reader struct {
 	mr    *msgReader
 	ir    *ipc.Reader
 	meta  Meta
-	batch Batch
+	batch abi.Batch
 	err   error
 	done  bool
 }
@@ -47,7 +49,7 @@ func newReader(r io.Reader, name string) (rd *Reader, err error) {
 	mr := &msgReader{r: r}
 	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		if errors.Is(err, ErrTruncated) {
+		if errors.Is(err, abi.ErrTruncated) {
 			return nil, fmt.Errorf("%s: no schema: %w", name, err)
 		}
 		return nil, fmt.Errorf("%s: not a wafl trace: %w", name, err)
@@ -92,13 +94,13 @@ func (r *Reader) Next() (ok bool) {
 	if err := r.ir.Err(); err != nil {
 		r.fail(err)
 	}
-	r.batch = Batch{}
+	r.batch = abi.Batch{}
 	return false
 }
 
 func (r *Reader) fail(err error) {
 	r.done = true
-	r.batch = Batch{}
+	r.batch = abi.Batch{}
 	if r.err == nil {
 		r.err = fmt.Errorf("%s: after %d messages: %w", r.name, r.mr.n, err)
 	}
@@ -124,7 +126,7 @@ func (r *Reader) load(rec arrow.Record) error {
 	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5) {
 		return errors.New("record batch columns have unexpected types")
 	}
-	r.batch = Batch{
+	r.batch = abi.Batch{
 		Time:  t.Int64Values(),
 		G:     g.Uint64Values(),
 		Clock: cl.Uint32Values(),
@@ -132,21 +134,21 @@ func (r *Reader) load(rec arrow.Record) error {
 		Obj:   o.Uint64Values(),
 		Op:    op.Uint8Values(),
 	}
-	return r.batch.check()
+	return r.batch.Check()
 }
 
 // Batch returns the current batch. Its slices alias the record batch's
 // Arrow buffers and are valid until the next call to Next.
-func (r *Reader) Batch() *Batch { return &r.batch }
+func (r *Reader) Batch() *abi.Batch { return &r.batch }
 
 // Err returns the error that ended the iteration, nil at a clean end. It
-// wraps ErrTruncated when the stream was cut (including a stream without
+// wraps abi.ErrTruncated when the stream was cut (including a stream without
 // its end-of-stream marker); the batches before the cut were delivered.
 func (r *Reader) Err() error { return r.err }
 
 // Close releases the reader and closes the file if it was opened by Open.
 func (r *Reader) Close() error {
-	r.batch = Batch{}
+	r.batch = abi.Batch{}
 	if r.ir != nil {
 		r.ir.Release()
 		r.ir = nil

@@ -14,21 +14,21 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
-	"github.com/memorder/wafl/record"
+	"github.com/memorder/wafl/abi"
 )
 
 var testMeta = Meta{Package: "example.com/p", Test: "TestX", Binary: "/b/p.test", Sites: "/b/p.sites.json"}
 
-func randBatch(r *rand.Rand, n int) *Batch {
-	b := &Batch{}
+func randBatch(r *rand.Rand, n int) *abi.Batch {
+	b := &abi.Batch{}
 	for range n {
 		b.Append(r.Int64(), r.Uint64(), r.Uint32(), r.Uint32(), r.Uint64(), uint8(r.IntN(5)))
 	}
 	return b
 }
 
-func concat(bs []*Batch) *Batch {
-	out := &Batch{}
+func concat(bs []*abi.Batch) *abi.Batch {
+	out := &abi.Batch{}
 	for _, b := range bs {
 		for i := range b.Len() {
 			out.Append(b.Time[i], b.G[i], b.Clock[i], b.Site[i], b.Obj[i], b.Op[i])
@@ -37,7 +37,7 @@ func concat(bs []*Batch) *Batch {
 	return out
 }
 
-func encode(t testing.TB, bs ...*Batch) []byte {
+func encode(t testing.TB, bs ...*abi.Batch) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, testMeta)
 	if err != nil {
@@ -55,20 +55,20 @@ func encode(t testing.TB, bs ...*Batch) []byte {
 }
 
 // readAll reads a stream; the error is from NewReader or Err.
-func readAll(data []byte) (*Batch, Meta, error) {
+func readAll(data []byte) (*abi.Batch, Meta, error) {
 	r, err := NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, Meta{}, err
 	}
 	defer r.Close()
-	var bs []*Batch
+	var bs []*abi.Batch
 	for r.Next() {
-		bs = append(bs, concat([]*Batch{r.Batch()})) // copy: slices die at Next
+		bs = append(bs, concat([]*abi.Batch{r.Batch()})) // copy: slices die at Next
 	}
 	return concat(bs), r.Meta(), r.Err()
 }
 
-func equalPrefix(t *testing.T, got, want *Batch, n int) {
+func equalPrefix(t *testing.T, got, want *abi.Batch, n int) {
 	t.Helper()
 	if got.Len() != n {
 		t.Fatalf("got %d events, want %d", got.Len(), n)
@@ -83,13 +83,13 @@ func equalPrefix(t *testing.T, got, want *Batch, n int) {
 
 func TestRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	bs := []*Batch{randBatch(r, 100), randBatch(r, 0), randBatch(r, 1), randBatch(r, 5000)}
+	bs := []*abi.Batch{randBatch(r, 100), randBatch(r, 0), randBatch(r, 1), randBatch(r, 5000)}
 	got, meta, err := readAll(encode(t, bs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := testMeta
-	want.Version = SchemaVersion
+	want.Version = abi.FormatVersion
 	if meta != want {
 		t.Fatalf("meta %+v, want %+v", meta, want)
 	}
@@ -122,11 +122,11 @@ func TestWriteErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(&Batch{Time: []int64{1}}); err == nil || !strings.Contains(err.Error(), "differ in length") {
+	if err := w.Write(&abi.Batch{Time: []int64{1}}); err == nil || !strings.Contains(err.Error(), "differ in length") {
 		t.Fatalf("ragged batch: %v", err)
 	}
 	w.Close()
-	if err := w.Write(&Batch{}); err == nil {
+	if err := w.Write(&abi.Batch{}); err == nil {
 		t.Fatal("write after close succeeded")
 	}
 	if _, err := Create(filepath.Join(t.TempDir(), "no", "dir", "x"), testMeta); err == nil {
@@ -136,7 +136,7 @@ func TestWriteErrors(t *testing.T) {
 
 func TestTruncatedStream(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 2))
-	bs := []*Batch{randBatch(r, 10), randBatch(r, 20), randBatch(r, 30)}
+	bs := []*abi.Batch{randBatch(r, 10), randBatch(r, 20), randBatch(r, 30)}
 	all := concat(bs)
 	data := encode(t, bs...)
 	// Offsets where each batch's message ends: encode prefixes.
@@ -147,7 +147,7 @@ func TestTruncatedStream(t *testing.T) {
 	schemaEnd := len(encode(t)) - 8
 	for cut := 0; cut < len(data)-8; cut++ {
 		got, _, err := readAll(data[:cut])
-		if !errors.Is(err, ErrTruncated) {
+		if !errors.Is(err, abi.ErrTruncated) {
 			t.Fatalf("cut at %d of %d: err = %v, want ErrTruncated", cut, len(data), err)
 		}
 		if cut < schemaEnd {
@@ -203,14 +203,14 @@ func TestNotATrace(t *testing.T) {
 	}
 }
 
-func writeRaw(t testing.TB, path string, batches ...*Batch) {
-	b := record.AppendRawHeader(nil)
+func writeRaw(t testing.TB, path string, batches ...*abi.Batch) {
+	b := abi.AppendRawHeader(nil)
 	for _, bt := range batches {
 		var p []byte
 		for i := range bt.Len() {
-			p = record.AppendRawEvent(p, record.RawEvent{Time: bt.Time[i], G: bt.G[i], Clock: bt.Clock[i], Site: bt.Site[i], Obj: bt.Obj[i], Op: record.Op(bt.Op[i])})
+			p = abi.AppendRawEvent(p, bt.Row(i))
 		}
-		b = record.AppendRawBatch(b, p)
+		b = abi.AppendRawBatch(b, p)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func writeRaw(t testing.TB, path string, batches ...*Batch) {
 func TestConvert(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(3, 3))
-	bs := []*Batch{randBatch(r, 3000), randBatch(r, 70000), randBatch(r, 5)}
+	bs := []*abi.Batch{randBatch(r, 3000), randBatch(r, 70000), randBatch(r, 5)}
 	all := concat(bs)
 	raw, out := filepath.Join(dir, "t.raw"), filepath.Join(dir, "t.arrows")
 	writeRaw(t, raw, bs...)
@@ -245,7 +245,7 @@ func TestConvert(t *testing.T) {
 	rawData, _ := os.ReadFile(raw)
 	os.WriteFile(raw, rawData[:len(rawData)-3], 0o644)
 	n, err = Convert(raw, out, testMeta)
-	if !errors.Is(err, ErrTruncated) || n != 73000 {
+	if !errors.Is(err, abi.ErrTruncated) || n != 73000 {
 		t.Fatalf("truncated Convert = %d, %v; want 73000 and ErrTruncated", n, err)
 	}
 	data, _ = os.ReadFile(out)
@@ -261,46 +261,6 @@ func TestConvert(t *testing.T) {
 	os.WriteFile(raw, []byte("not a spill file at all"), 0o644)
 	if _, err := Convert(raw, out, testMeta); err == nil || !strings.Contains(err.Error(), "not a wafl spill file") {
 		t.Fatalf("Convert of garbage: %v", err)
-	}
-}
-
-// TestConvertRecording records with the real recorder and converts.
-func TestConvertRecording(t *testing.T) {
-	dir := t.TempDir()
-	raw, out := filepath.Join(dir, "rec.raw"), filepath.Join(dir, "rec.arrows")
-	if err := record.StartRecording(raw); err != nil {
-		t.Fatal(err)
-	}
-	var x [3]int
-	tok := record.Fork()
-	done := make(chan struct{})
-	go func() {
-		record.Adopt(tok)
-		for range 1000 {
-			record.Use(2, unsafePtr(&x[1]))
-		}
-		close(done)
-	}()
-	record.Init(1, unsafePtr(&x[0]))
-	<-done
-	record.Finish()
-	n, err := Convert(raw, out, testMeta)
-	if err != nil || n != 1002 {
-		t.Fatalf("Convert = %d, %v; want 1002", n, err)
-	}
-	rd, err := Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	counts := map[uint8]int{}
-	for rd.Next() {
-		for _, op := range rd.Batch().Op {
-			counts[op]++
-		}
-	}
-	if rd.Err() != nil || counts[uint8(record.OpUse)] != 1000 || counts[uint8(record.OpInit)] != 1 || counts[uint8(record.OpFork)] != 1 {
-		t.Fatalf("counts %v, err %v", counts, rd.Err())
 	}
 }
 
@@ -335,13 +295,13 @@ func BenchmarkConvert(b *testing.B) {
 	raw, out := filepath.Join(dir, "b.raw"), filepath.Join(dir, "b.arrows")
 	const n = 1 << 20
 	r := rand.New(rand.NewPCG(5, 5))
-	var bs []*Batch
+	var bs []*abi.Batch
 	for range n / 2048 {
 		bs = append(bs, randBatch(r, 2048))
 	}
 	writeRaw(b, raw, bs...)
 	b.ReportAllocs()
-	b.SetBytes(n * record.RawRecordSize)
+	b.SetBytes(n * abi.RawRecordSize)
 	for b.Loop() {
 		if _, err := Convert(raw, out, testMeta); err != nil {
 			b.Fatal(err)
@@ -352,7 +312,7 @@ func BenchmarkConvert(b *testing.B) {
 
 func BenchmarkRead(b *testing.B) {
 	r := rand.New(rand.NewPCG(6, 6))
-	var bs []*Batch
+	var bs []*abi.Batch
 	for range 16 {
 		bs = append(bs, randBatch(r, 1<<16))
 	}
@@ -387,13 +347,26 @@ func TestLargeBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := concat([]*Batch{{}, big})
+	all := concat([]*abi.Batch{{}, big})
 	if got.Len() != 10+big.Len() {
 		t.Fatalf("got %d events, want %d", got.Len(), 10+big.Len())
 	}
-	equalPrefix(t, &Batch{Time: got.Time[10:], G: got.G[10:], Clock: got.Clock[10:], Site: got.Site[10:], Obj: got.Obj[10:], Op: got.Op[10:]}, all, all.Len())
+	equalPrefix(t, &abi.Batch{Time: got.Time[10:], G: got.G[10:], Clock: got.Clock[10:], Site: got.Site[10:], Obj: got.Obj[10:], Op: got.Op[10:]}, all, all.Len())
 	got, _, err = readAll(data[:len(data)-100])
-	if !errors.Is(err, ErrTruncated) || got.Len() != 10 {
+	if !errors.Is(err, abi.ErrTruncated) || got.Len() != 10 {
 		t.Fatalf("cut inside the large batch: %d events, err %v; want 10 and ErrTruncated", got.Len(), err)
+	}
+}
+
+// TestFieldsFromColumns: the Arrow schema is abi.Columns, type by type.
+func TestFieldsFromColumns(t *testing.T) {
+	if len(fields) != len(abi.Columns) {
+		t.Fatalf("%d fields, %d columns", len(fields), len(abi.Columns))
+	}
+	for i, c := range abi.Columns {
+		ft, ok := fields[i].Type.(arrow.FixedWidthDataType)
+		if !ok || fields[i].Name != c.Name || ft.BitWidth() != 8*c.Width {
+			t.Errorf("field %d is %s %s, column %+v", i, fields[i].Name, fields[i].Type, c)
+		}
 	}
 }

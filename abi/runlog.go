@@ -1,0 +1,58 @@
+package abi
+
+// The run log is the JSON-lines file (EnvLog) a detection run appends to,
+// one object per line, written by package inject as things happen and read
+// by package inject/report (docs/report-format.md, "Run log"). Every
+// object has "ev", the record kind, and "t", its time in ns since setup;
+// RunLog lists each kind's other keys.
+
+// Run log record kinds: the "ev" field of every line.
+const (
+	EvSetup = "setup" // first line: run, seed, plan, start time, pid
+	EvDelay = "delay" // a delay started
+	EvEnd   = "end"   // a delay ended (the delayed access follows)
+	EvSkip  = "skip"  // a delay was skipped (interference, a cap or probability)
+	EvHB    = "hb"    // a pair was pruned by happens-before inference
+	// EvReorder: a watched site touched the object of a delay in progress
+	// in another goroutine (the delay reordered the accesses).
+	EvReorder = "reorder"
+	EvLoc     = "loc"    // final state of one location, written by Finish
+	EvFinish  = "finish" // last line: totals, written by Finish
+)
+
+// Skip reasons: the "why" field of EvSkip records.
+const (
+	SkipInterference = "interference"  // an interfering delay was in progress
+	SkipCapGoroutine = "cap-goroutine" // MaxDelayPerGoroutineNs reached
+	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
+	SkipProbability  = "probability"   // the draw said no (P < 1)
+)
+
+// Bounds on the lines of one run: skip and reorder lines beyond them are
+// not written; the totals in the EvLoc and EvFinish records stay exact.
+const (
+	MaxSkipRecords     = 10000 // EvSkip lines for interference and caps
+	MaxProbSkipRecords = 1000  // EvSkip lines for SkipProbability
+	MaxReorderRecords  = 10000 // EvReorder lines
+)
+
+// RunLogRecord is the shape of one kind of run log record.
+type RunLogRecord struct {
+	Ev string
+	// Keys are the object's keys besides "ev" and "t", in the order the
+	// runtime writes them; Optional ones may be absent.
+	Keys     []string
+	Optional []string
+}
+
+// RunLog is the run log's record table, one entry per kind.
+var RunLog = [...]RunLogRecord{
+	{Ev: EvSetup, Keys: []string{"unix_ns", "pid", "run", "seed", "seed_set", "plan", "locations", "live_locations", "ablate"}},
+	{Ev: EvDelay, Keys: []string{"id", "site", "g", "obj", "ns", "n"}},
+	{Ev: EvEnd, Keys: []string{"id", "site", "g", "ns", "p"}},
+	{Ev: EvSkip, Keys: []string{"site", "g", "n", "why"}, Optional: []string{"by"}},
+	{Ev: EvHB, Keys: []string{"first", "second", "id", "g", "delay_g", "gap", "delay_ns"}},
+	{Ev: EvReorder, Keys: []string{"first", "second", "id", "g", "delay_g", "obj"}},
+	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
+	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns"}},
+}

@@ -1,0 +1,191 @@
+package hook
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/inject"
+	"github.com/memorder/wafl/lcc"
+	"github.com/memorder/wafl/record"
+)
+
+// Mode is what the hooks do.
+type Mode uint32
+
+const (
+	ModeOff    Mode = 0 // hooks return at once (WAFL_MODE unset)
+	ModeRecord Mode = 1 // events go to the recorder (WAFL_MODE=record)
+	ModeDetect Mode = 2 // hooks call inject.At (WAFL_MODE=detect)
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeOff:
+		return "off"
+	case ModeRecord:
+		return "record"
+	case ModeDetect:
+		return "detect"
+	}
+	return fmt.Sprintf("Mode(%d)", uint32(m))
+}
+
+// mode is loaded by every hook: the off path is this load and a branch.
+var mode atomic.Uint32
+
+// CurrentMode returns the hooks' mode.
+func CurrentMode() Mode { return Mode(mode.Load()) }
+
+func init() {
+	m := os.Getenv(abi.EnvMode)
+	if m == "" {
+		return
+	}
+	// A test that re-executes its own binary (the helper-process
+	// pattern) must not record into this process's spill file or run
+	// detection with this run's plan: children run with the hooks off.
+	os.Unsetenv(abi.EnvMode)
+	if m == abi.ModeDetect {
+		if err := setupDetect(); err != nil {
+			fmt.Fprintf(os.Stderr, "wafl: detect: %v\n", err)
+			os.Exit(abi.ExitSetup)
+		}
+		return
+	}
+	trace := os.Getenv(abi.EnvTrace)
+	os.Unsetenv(abi.EnvTrace)
+	if err := setupRecord(m, trace); err != nil {
+		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
+		os.Exit(abi.ExitRecordSetup)
+	}
+}
+
+// setupDetect starts a detection run: package inject reads the rest of
+// its environment and loads the plan.
+func setupDetect() error {
+	lcc.Enable()
+	if err := inject.Setup(); err != nil {
+		return err
+	}
+	mode.Store(uint32(ModeDetect))
+	return nil
+}
+
+// setupRecord starts a preparation run for WAFL_MODE=m (any value but
+// detect) recording to the spill file trace.
+func setupRecord(m, trace string) error {
+	if m != abi.ModeRecord {
+		return fmt.Errorf("%s=%q: want %s, %s or nothing", abi.EnvMode, m, abi.ModeRecord, abi.ModeDetect)
+	}
+	if trace == "" {
+		return fmt.Errorf("%s=%s needs %s, the spill file to write", abi.EnvMode, abi.ModeRecord, abi.EnvTrace)
+	}
+	return startRecording(trace)
+}
+
+// startRecording starts the recorder and turns the hooks on.
+func startRecording(path string) error {
+	if err := record.Start(path); err != nil {
+		return err
+	}
+	lcc.Enable()
+	mode.Store(uint32(ModeRecord))
+	return nil
+}
+
+// Init is called before a non-nil value is stored into slot.
+func Init(site uint32, slot unsafe.Pointer) {
+	if m := mode.Load(); m != 0 {
+		event(m, site, slot, abi.OpInit)
+	}
+}
+
+// Dispose is called before nil is stored into slot or before the channel
+// slot is closed.
+func Dispose(site uint32, slot unsafe.Pointer) {
+	if m := mode.Load(); m != 0 {
+		event(m, site, slot, abi.OpDispose)
+	}
+}
+
+// Store is called before a store whose nil-ness is known only at run time.
+func Store(site uint32, slot unsafe.Pointer, isNil bool) {
+	if m := mode.Load(); m != 0 {
+		storeEvent(m, site, slot, isNil)
+	}
+}
+
+//go:noinline
+func storeEvent(m uint32, site uint32, slot unsafe.Pointer, isNil bool) {
+	op := abi.OpInit
+	if isNil {
+		op = abi.OpDispose
+	}
+	event(m, site, slot, op)
+}
+
+// Use is called before the value in slot is dereferenced.
+func Use(site uint32, slot unsafe.Pointer) {
+	if m := mode.Load(); m != 0 {
+		event(m, site, slot, abi.OpUse)
+	}
+}
+
+// event is the out-of-line part of every event hook: the mode switch.
+//
+//go:noinline
+func event(m uint32, site uint32, slot unsafe.Pointer, op abi.Op) {
+	if m == uint32(ModeDetect) {
+		inject.At(site, slot)
+		return
+	}
+	record.Add(site, slot, op)
+}
+
+// Fork is the parent side of an instrumented go statement; see lcc.Fork.
+func Fork() lcc.Token { return lcc.Fork() }
+
+// Adopt is the first thing the child of an instrumented go statement does.
+// While recording it writes the fork row (record.AddFork).
+func Adopt(t lcc.Token) {
+	if t.Parent != 0 {
+		adopt(t)
+	}
+}
+
+func adopt(t lcc.Token) {
+	if e, ok := lcc.Adopt(t); ok && mode.Load() == uint32(ModeRecord) {
+		record.AddFork(e)
+	}
+}
+
+// Finish ends the run: while recording it turns the hooks off, flushes
+// every buffered event and closes the spill file (record.Stop); while
+// detecting it calls inject.Finish. It is idempotent, safe to call from
+// any goroutine, and returns only once the work is done, also when
+// another goroutine got there first.
+func Finish() {
+	mode.CompareAndSwap(uint32(ModeRecord), uint32(ModeOff))
+	if err := record.Stop(); err != nil && reported.CompareAndSwap(false, true) {
+		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
+	}
+	if Mode(mode.Load()) == ModeDetect {
+		detectOnce.Do(inject.Finish)
+	}
+}
+
+var (
+	// reported is set once Finish has printed the recorder's error.
+	reported   atomic.Bool
+	detectOnce sync.Once
+)
+
+// Exit replaces os.Exit in instrumented files: Finish, then os.Exit(code).
+func Exit(code int) {
+	Finish()
+	os.Exit(code)
+}

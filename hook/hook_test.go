@@ -1,0 +1,274 @@
+package hook
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/lcc"
+	"github.com/memorder/wafl/record"
+)
+
+func readSpill(t *testing.T, path string) []abi.RawEvent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := abi.NewRawReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []abi.RawEvent
+	for r.Next() {
+		for i := range r.Len() {
+			out = append(out, r.Event(i))
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// start records to a temporary file (or path, if given) with the hooks on,
+// as init does for WAFL_MODE=record; the recording ends with the test.
+func start(tb testing.TB, path string) string {
+	tb.Helper()
+	if path == "" {
+		path = filepath.Join(tb.TempDir(), "trace.raw")
+	}
+	if err := startRecording(path); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		Finish()
+		lcc.Disable()
+	})
+	return path
+}
+
+// TestHooksRecord checks what each hook records, that Finish turns the
+// hooks off, and that events after Finish are dropped.
+func TestHooksRecord(t *testing.T) {
+	path := start(t, "")
+	if CurrentMode() != ModeRecord {
+		t.Fatalf("mode %v, want record", CurrentMode())
+	}
+	x := new(int)
+	p := unsafe.Pointer(x)
+	parent := lcc.Goid()
+	Init(1, p)
+	Use(2, p)
+	Store(3, p, false)
+	Store(4, p, true)
+	Dispose(5, p)
+	tok := Fork()
+	var child uint64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		Adopt(tok)
+		child = lcc.Goid()
+		Use(6, p)
+	}()
+	wg.Wait()
+	var wg2 sync.WaitGroup
+	for range 8 {
+		wg2.Add(1)
+		go func() { defer wg2.Done(); Finish() }()
+	}
+	wg2.Wait()
+	if CurrentMode() != ModeOff {
+		t.Fatalf("mode after Finish = %v, want off", CurrentMode())
+	}
+	Use(7, p) // after Finish: dropped, no panic
+
+	obj := uint64(uintptr(p))
+	want := []abi.RawEvent{
+		{G: parent, Obj: obj, Clock: 1, Site: 1, Op: abi.OpInit},
+		{G: parent, Obj: obj, Clock: 1, Site: 2, Op: abi.OpUse},
+		{G: parent, Obj: obj, Clock: 1, Site: 3, Op: abi.OpInit},
+		{G: parent, Obj: obj, Clock: 1, Site: 4, Op: abi.OpDispose},
+		{G: parent, Obj: obj, Clock: 1, Site: 5, Op: abi.OpDispose},
+		{G: parent, Obj: child, Clock: 1, Op: abi.OpFork},
+		{G: child, Obj: obj, Clock: 1, Site: 6, Op: abi.OpUse},
+	}
+	var got []abi.RawEvent
+	for _, e := range readSpill(t, path) {
+		e.Time = 0
+		got = append(got, e)
+	}
+	// The parent's and the child's shards may be written in either order.
+	if len(got) != len(want) {
+		t.Fatalf("recorded %+v, want %+v", got, want)
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("missing %+v in %+v", w, got)
+		}
+	}
+}
+
+func TestSetupErrors(t *testing.T) {
+	if err := setupRecord("bogus", ""); err == nil || !strings.Contains(err.Error(), `WAFL_MODE="bogus"`) {
+		t.Fatalf("setupRecord(bogus): %v", err)
+	}
+	if err := setupRecord(abi.ModeRecord, ""); err == nil || !strings.Contains(err.Error(), "WAFL_TRACE") {
+		t.Fatalf("setupRecord(record, no trace): %v", err)
+	}
+}
+
+func TestHooksNoAllocs(t *testing.T) {
+	start(t, "")
+	var x int
+	p := unsafe.Pointer(&x)
+	for range 3 * 2048 { // warm up: the recorder's buffers allocated and recycled
+		Use(1, p)
+	}
+	if n := testing.AllocsPerRun(20_000, func() {
+		Init(1, p)
+		Use(2, p)
+		Store(3, p, true)
+		Adopt(Fork())
+	}); n != 0 {
+		t.Fatalf("recording hooks allocate %v times per run, want 0", n)
+	}
+	Finish()
+	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()) }); n != 0 {
+		t.Fatalf("hooks off allocate %v times per run, want 0", n)
+	}
+}
+
+// TestSubprocessExit runs this test binary with WAFL_MODE=record, as wafl
+// does, and checks that init starts the recorder and Exit flushes it, and
+// that a run that cannot set up exits at once with the ABI's status.
+func TestSubprocessExit(t *testing.T) {
+	if os.Getenv("WAFL_RECORD_HELPER") == "1" {
+		if os.Getenv(abi.EnvMode) != "" || os.Getenv(abi.EnvTrace) != "" {
+			os.Exit(4) // children of a recording process must not record
+		}
+		var x int
+		for i := range 10_000 {
+			Use(uint32(i%5+1), unsafe.Pointer(&x))
+		}
+		tok := Fork()
+		done := make(chan struct{})
+		go func() { Adopt(tok); Init(9, unsafe.Pointer(&x)); close(done) }()
+		<-done
+		Exit(3)
+	}
+	path := filepath.Join(t.TempDir(), "sub.raw")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSubprocessExit$")
+	cmd.Env = append(os.Environ(), "WAFL_RECORD_HELPER=1", abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, path))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("helper: %v, want exit status 3\n%s", err, out)
+	}
+	evs := readSpill(t, path)
+	var uses, inits, forks int
+	for _, e := range evs {
+		switch e.Op {
+		case abi.OpUse:
+			uses++
+		case abi.OpInit:
+			inits++
+		case abi.OpFork:
+			forks++
+		}
+	}
+	if uses != 10_000 || inits != 1 || forks != 1 {
+		t.Fatalf("helper recorded %d uses, %d inits, %d forks; want 10000, 1, 1", uses, inits, forks)
+	}
+	for _, tc := range []struct {
+		env  []string
+		code int
+		want string
+	}{
+		{[]string{abi.Env(abi.EnvMode, abi.ModeRecord)}, abi.ExitRecordSetup, "wafl runtime: WAFL_MODE=record needs WAFL_TRACE"},
+		{[]string{abi.Env(abi.EnvMode, "bogus")}, abi.ExitRecordSetup, `wafl runtime: WAFL_MODE="bogus"`},
+		{[]string{abi.Env(abi.EnvMode, abi.ModeDetect)}, abi.ExitSetup, "wafl: detect: WAFL_MODE=detect but WAFL_PLAN is not set"},
+	} {
+		cmd = exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), tc.env...)
+		out, err = cmd.CombinedOutput()
+		if !errors.As(err, &ee) || ee.ExitCode() != tc.code || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: %v, want exit status %d and %q\n%s", tc.env, err, tc.code, tc.want, out)
+		}
+	}
+}
+
+func BenchmarkHookOff(b *testing.B) {
+	var x int
+	p := unsafe.Pointer(&x)
+	b.ReportAllocs()
+	for b.Loop() {
+		Use(1, p)
+	}
+}
+
+func BenchmarkForkAdoptOff(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Adopt(Fork())
+	}
+}
+
+// benchStart records to a temporary file, or with null set to /dev/null,
+// which isolates the hook's own cost from the writer's disk bandwidth.
+func benchStart(b *testing.B, null bool) {
+	path := ""
+	if null {
+		if _, err := os.Stat(os.DevNull); err != nil {
+			b.Skip("no", os.DevNull)
+		}
+		path = os.DevNull
+	}
+	start(b, path)
+	b.Cleanup(func() {
+		if err := record.Stop(); err != nil {
+			b.Error(err)
+		}
+	})
+}
+
+func BenchmarkHookRecord(b *testing.B)         { benchHookRecord(b, false) }
+func BenchmarkHookRecordNullSink(b *testing.B) { benchHookRecord(b, true) }
+
+func benchHookRecord(b *testing.B, null bool) {
+	benchStart(b, null)
+	var x int
+	p := unsafe.Pointer(&x)
+	b.ReportAllocs()
+	for b.Loop() {
+		Use(1, p)
+	}
+}
+
+func BenchmarkHookRecordParallel(b *testing.B)         { benchHookRecordParallel(b, false) }
+func BenchmarkHookRecordParallelNullSink(b *testing.B) { benchHookRecordParallel(b, true) }
+
+func benchHookRecordParallel(b *testing.B, null bool) {
+	benchStart(b, null)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var x int
+		p := unsafe.Pointer(&x)
+		for pb.Next() {
+			Use(1, p)
+		}
+	})
+}

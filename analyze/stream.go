@@ -19,8 +19,9 @@ import (
 // the exact index-based pass 2 (a lifecycle row at or before a use of its
 // object already examined, or earlier than the object's latest lifecycle
 // row; a use earlier than its object's latest lifecycle row; a dispose
-// that may pair with an overwritten waiting use; a fork edge for a
-// goroutine already taken to be a root, or a second one) sets failed, and
+// that may pair with an overwritten waiting use; a fork edge that its
+// forest of the edges so far refuses: for a goroutine already taken to be
+// a root, a second one, one closing a cycle) makes it give up (why), and
 // the analysis falls back to the exact passes. So the result is always
 // that of the definitions in docs/algorithm.md.
 //
@@ -94,7 +95,7 @@ type objTSlot struct {
 // within budget bytes whose waiting-use log keeps keep of trace time (0:
 // 2δ).
 func newStreamPairer(delta, budget, keep int64) *streamPairer {
-	forks, _ := lcc.NewForest(nil)
+	forks := new(lcc.Forest)
 	s := &streamPairer{
 		p:      newPairer(delta, forks),
 		delta:  delta,

@@ -30,8 +30,9 @@ import (
 // A Forest is built at once from all edges (NewForest) or grows edge by
 // edge while it answers queries (Add), as a streaming analysis needs: its
 // answers are those of the edges added so far, and Add refuses an edge
-// that could change an answer already given. Queries fill the cache, so a
-// Forest is not safe for concurrent use.
+// that could change an answer already given; the zero Forest is empty,
+// ready to grow. Queries fill the cache, so a Forest is not safe for
+// concurrent use.
 type Forest struct {
 	index map[uint64]int32
 	nodes []node

@@ -2,23 +2,15 @@ package analyze
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
-)
-
-// Trace row ops (record.Op; the values are part of the trace format).
-const (
-	opInit    = 1
-	opUse     = 2
-	opDispose = 3
-	opFork    = 4
 )
 
 // Options are the analysis knobs. Zero values take the defaults.
@@ -57,11 +49,6 @@ type Options struct {
 	// is fast (tmpfs) and decoding is slow; on a plain disk the writes
 	// cost more than they save.
 	RowSpill bool
-
-	noStream       bool          // tests: skip the streaming pair pass
-	reorderHorizon time.Duration // tests: reorder horizon, < 0: none
-	reorderMax     int           // tests: rows the reorder may hold
-	waitKeep       time.Duration // tests: trace time the waiting-use log keeps (default 2δ)
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -121,228 +108,207 @@ type Stats struct {
 	Malformed      int64 // rows skipped: unknown op, site 0 or ≥ 2^30, ragged columns
 	Duration       time.Duration
 	Warnings       []string
-
-	overwritten int64 // tests: waiting-use log entries overwritten
 }
 
 func (s *Stats) warnf(format string, args ...any) {
 	s.Warnings = append(s.Warnings, fmt.Sprintf(format, args...))
 }
 
+// tuning holds the knobs of an analysis that only tests turn, and what
+// they read back.
+type tuning struct {
+	noStream       bool          // start with the exact passes
+	reorderHorizon time.Duration // 0: reorderHorizon; < 0: no reordering
+	reorderMax     int           // rows the reordering may hold; 0: a quarter of the budget
+	waitKeep       time.Duration // trace time the waiting-use log keeps; 0: 2δ
+	overwritten    int64         // set by run: waiting-use log entries overwritten
+}
+
 // Run analyzes the trace that open yields (once per pass) and returns the
-// plan of the test with the analysis statistics. A trace whose Source
-// reports a truncation error is analyzed up to the truncation, with a
-// warning; any other Source error fails the analysis.
+// plan of the test with the analysis statistics. It streams, and starts
+// over with the exact passes when the trace's order defeats streaming
+// (Stats.StreamFallback says why); Options.RowSpill selects the exact
+// passes over a row spill. A trace whose Source reports a truncation
+// error is analyzed up to the truncation, with a warning; any other
+// Source error fails the analysis.
 func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, error) {
+	return run(ctx, open, opts, &tuning{})
+}
+
+// run is Run with the knobs of tests.
+func run(ctx context.Context, open Opener, opts Options, tune *tuning) (*plans.Plan, *Stats, error) {
 	start := time.Now()
 	params, err := opts.params()
 	if err != nil {
 		return nil, nil, err
 	}
+	a := newAnalysis(ctx, open, params.NearMissNs, opts, tune)
+	s, err := a.strategy(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { s.close() }()
+	meta, err := a.pass1(s)
+	var why gaveUp
+	if errors.As(err, &why) {
+		// The trace breaks an assumption of the streaming pass: start
+		// over with the exact passes.
+		s.close()
+		a.restart(string(why))
+		s = newExact(a)
+		meta, err = a.pass1(s)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := a.finish(s, params, meta, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.stats.Duration = time.Since(start)
+	return plan, a.stats, nil
+}
+
+// analysis is the computation of Run, whatever its strategy: pass 1 counts
+// the rows and collects the fork edges while the strategy takes what it
+// needs of them; then the strategy finds the pairs, and pass 3 the
+// interference sets in the rows the strategy kept.
+type analysis struct {
+	ctx     context.Context
+	open    Opener
+	delta   int64
+	budget  int64 // Options.MemoryBudget or its default
+	tempDir string
+	tune    *tuning
+	forest  *forest
+	pairs   map[pairKey]*pairAgg // found by the strategy
+	stats   *Stats
+}
+
+func newAnalysis(ctx context.Context, open Opener, delta int64, opts Options, tune *tuning) *analysis {
 	budget := opts.MemoryBudget
 	if budget <= 0 {
 		budget = 256 << 20
 	}
-	newAnalysis := func() *analysis {
-		return &analysis{
-			ctx:    ctx,
-			open:   open,
-			delta:  params.NearMissNs,
-			forest: newForest(),
-			store:  &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: opts.TempDir},
-			stats:  &Stats{},
+	return &analysis{
+		ctx: ctx, open: open, delta: delta, budget: budget, tempDir: opts.TempDir, tune: tune,
+		forest: newForest(), stats: &Stats{},
+	}
+}
+
+// strategy returns the strategy to start with: streaming, unless the
+// options ask for the row spill (or a test for the exact passes).
+func (a *analysis) strategy(opts Options) (strategy, error) {
+	switch {
+	case opts.RowSpill:
+		return newExactRows(a)
+	case a.tune.noStream:
+		return newExact(a), nil
+	}
+	return newStreaming(a), nil
+}
+
+// restart forgets pass 1 after the streaming strategy gave up, keeping
+// the count of passes and why.
+func (a *analysis) restart(why string) {
+	a.forest = newForest()
+	a.stats = &Stats{Passes: a.stats.Passes, StreamFallback: why}
+}
+
+// pass1 reads the trace: the analysis counts the rows and collects the
+// fork edges, the strategy takes what it needs of them.
+func (a *analysis) pass1(s strategy) (Meta, error) {
+	ro, pre := s.decode()
+	return a.scan("pass 1 (forks, lifecycle)", ro, pre, func(c *abi.Batch) error {
+		a.count(c)
+		return s.batch(c)
+	})
+}
+
+// count counts the rows of a batch of pass 1 and collects its fork edges.
+func (a *analysis) count(c *abi.Batch) {
+	n := c.Len()
+	a.stats.Malformed += raggedRows(c)
+	a.stats.Events += int64(n)
+	for i, op := range c.Op[:n] {
+		switch abi.Op(op) {
+		case abi.OpUse:
+			if validSite(c.Site[i]) {
+				a.stats.Uses++
+			} else {
+				a.stats.Malformed++
+			}
+		case abi.OpInit, abi.OpDispose:
+			if validSite(c.Site[i]) {
+				a.stats.Lifecycle++
+			} else {
+				a.stats.Malformed++
+			}
+		case abi.OpFork:
+			a.stats.Forks++
+			a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
+		default:
+			a.stats.Malformed++
 		}
 	}
-	start1 := func() *analysis {
-		a := newAnalysis()
-		if !opts.RowSpill {
-			a.ilog = newIlog(a.delta, budget/2, opts.TempDir)
-		}
-		return a
-	}
-	a := start1()
-	defer func() {
-		a.store.close()
-		if a.ilog != nil {
-			a.ilog.close()
-		}
-		if a.stream != nil {
-			a.stream.release()
-		}
-	}()
-	if !opts.RowSpill && !opts.noStream {
-		a.stream = newStreamPairer(a.delta, budget)
-		a.reorderHorizon = reorderHorizon
-		a.reorderMax = int(budget / 4 / 40) // a quarter of the budget at 40 B a row
-		if opts.reorderMax > 0 {
-			a.reorderMax = opts.reorderMax
-		}
-		if opts.reorderHorizon != 0 {
-			a.reorderHorizon = int64(opts.reorderHorizon) // < 0: off
-		}
-		if opts.waitKeep > 0 {
-			a.stream.keep = int64(opts.waitKeep)
-		}
-	}
-	if opts.RowSpill {
-		if a.rows, err = newRowSpill(opts.TempDir); err != nil {
-			return nil, nil, err
-		}
-		defer a.rows.close()
-		a.stats.RowSpill = true
-	}
-	meta, err := a.pass1()
-	if err != nil {
-		return nil, nil, err
-	}
-	if reason := a.streamFailed(); reason != "" {
-		// The trace breaks an assumption of the streaming pair pass:
-		// start over with the exact passes.
-		passes := a.stats.Passes
-		a.store.close()
-		a.ilog.close()
-		a.stream.release()
-		a = start1()
-		a.stats.Passes, a.stats.StreamFallback = passes, reason
-		if meta, err = a.pass1(); err != nil {
-			return nil, nil, err
-		}
-	}
+}
+
+// validSite reports whether the site of an init, use or dispose row is
+// well-formed; rows with other sites are skipped as malformed.
+func validSite(site uint32) bool { return site != 0 && site <= maxSite }
+
+// raggedRows is the number of rows of c beyond its shortest column,
+// skipped as malformed.
+func raggedRows(c *abi.Batch) int64 {
+	return int64(max(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op)) - c.Len())
+}
+
+// finish turns what pass 1 gathered into the plan: the fork forest, the
+// strategy's pairs, the plan's locations and their interference sets, and
+// the counters.
+func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Options) (*plans.Plan, error) {
 	if err := a.forest.build(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if st := a.stream; st != nil {
-		a.stats.Streamed = true
-		a.stats.overwritten = st.overwritten
-		a.stats.Partitions = 1
-		a.stats.Objects = st.objects()
-		a.mergePairer(st.p)
-		st.release()
-		a.stream = nil
-		// The streaming state is the bulk of the heap and garbage now:
-		// collect it before pass 3 allocates its windows, so that the
-		// heap does not grow to twice their sum.
-		runtime.GC()
-	} else {
-		groups, err := a.store.finish()
-		if err != nil {
-			return nil, nil, err
-		}
-		a.stats.Partitions = len(groups)
-		pr := newPairer(a.delta, a.forest.f)
-		for _, g := range groups {
-			ev, err := a.store.load(g)
-			if err != nil {
-				return nil, nil, err
-			}
-			a.index = buildIndex(ev)
-			a.stats.Objects += int64(a.index.objects())
-			a.mask = g
-			if err := a.pass2(pr); err != nil {
-				return nil, nil, err
-			}
-			a.index = nil
-		}
-		a.store.close()
-		a.mergePairer(pr)
+	if err := s.pairs(a); err != nil {
+		return nil, err
 	}
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {
-		if err := a.pass3(plan); err != nil {
-			return nil, nil, err
+		if err := a.pass3(plan, s); err != nil {
+			return nil, err
 		}
 	}
-	s := a.stats
-	s.Goroutines = a.forest.goroutines()
+	st := a.stats
+	st.Goroutines = a.forest.goroutines()
 	if a.forest.dupes > 0 {
-		s.warnf("%d fork rows name a child that already has a parent or is its own parent; the first edge was kept", a.forest.dupes)
+		st.warnf("%d fork rows name a child that already has a parent or is its own parent; the first edge was kept", a.forest.dupes)
 	}
-	if s.Malformed > 0 {
-		s.warnf("%d malformed rows skipped (unknown op, site 0 or ≥ 2^30, ragged columns)", s.Malformed)
+	if st.Malformed > 0 {
+		st.warnf("%d malformed rows skipped (unknown op, site 0 or ≥ 2^30, ragged columns)", st.Malformed)
 	}
 	for _, l := range plan.Locations {
-		s.Candidates += len(l.Pairs)
-		s.Interference += len(l.Interference)
+		st.Candidates += len(l.Pairs)
+		st.Interference += len(l.Interference)
 	}
-	s.Locations = len(plan.Locations)
-	s.Duration = time.Since(start)
+	st.Locations = len(plan.Locations)
 	if err := plan.Validate(); err != nil {
 		// A bug in the analyzer, not in the trace: say so plainly.
-		return nil, nil, fmt.Errorf("analyze: internal error: produced an invalid plan: %w", err)
+		return nil, fmt.Errorf("analyze: internal error: produced an invalid plan: %w", err)
 	}
-	return plan, s, nil
+	return plan, nil
 }
 
-type analysis struct {
-	ctx    context.Context
-	open   Opener
-	delta  int64
-	forest *forest
-	store  *lifecycleStore
-	stream *streamPairer // finds the pairs during pass 1; nil: exact pass 2
-	// reorderHorizon > 0 puts pass 1's rows back in time order for the
-	// streaming pair pass (see reorder).
-	reorderHorizon int64
-	reorderMax     int          // rows the reorder may hold
-	raggedRows     atomic.Int64 // ragged tails dropped by the reorder
-	ilog           *ilog        // pass 3's rows, logged in pass 1; nil: pass 3 reads the trace
-	rows           *rowSpill    // nil: passes 2 and 3 reopen the source
-	index          *objIndex
-	mask           uint64               // partitions handled by the current pair pass
-	pairs          map[pairKey]*pairAgg // the pairer's, after pass 2
-	stats          *Stats
-}
-
-type pairSlot struct {
-	k pairKey
-	p *pairAgg
-}
-
-// pairKey is a candidate pair {ℓ1, ℓ2} of one kind.
-type pairKey struct {
-	first, second uint32
-	kind          uint8 // opInit: use-before-init, opUse: use-after-dispose
-}
-
-type pairAgg struct {
-	count          int64
-	minGap, maxGap int64
-	obj            uint64
-	// windows of ℓ2's goroutines, for the interference pass; a pair has
-	// few partner goroutines, so a slice with a hint beats a map.
-	ivs  []gWindows
-	hint int
-}
-
-type gWindows struct {
-	g uint64
-	l ivList
-}
-
-// ivKey is (ℓ1, ℓ2's goroutine): the interference windows of ℓ1 in that
-// goroutine.
-type ivKey struct {
-	first uint32
-	g     uint64
-}
-
-type ivList struct {
-	cur  interval
-	done []interval
-}
-
-type interval struct{ lo, hi int64 } // closed
-
-// scan runs fn over every batch of a fresh Source and handles the
-// Source's end: a truncation becomes a warning (once), other errors fail.
+// scan runs fn over every batch of a fresh Source, until fn fails, and
+// handles the Source's end: a truncation becomes a warning (once), other
+// errors fail. An error of fn is returned as it is.
 //
 // Decoding runs in its own goroutine, one batch ahead: it copies each batch
 // into one of a few recycled buffers, so that on two cores decoding and
-// analysis overlap.
-//
-// pre, if not nil, runs on each batch in the decoding goroutine, before fn
-// sees it in the caller's.
-func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err error) {
+// analysis overlap. There ro, if not nil, puts the rows back in time
+// order, and pre, if not nil, runs on each batch before fn sees it in the
+// caller's goroutine.
+func (a *analysis) scan(pass string, ro *reorder, pre func(*abi.Batch), fn func(*abi.Batch) error) (meta Meta, err error) {
 	a.stats.Passes++
 	src, err := a.open()
 	if err != nil {
@@ -350,32 +316,29 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 	}
 	meta = src.Meta()
 	const inFlight = 3
-	full := make(chan *Columns, inFlight)
-	free := make(chan *Columns, inFlight)
+	full := make(chan *abi.Batch, inFlight)
+	free := make(chan *abi.Batch, inFlight)
 	for i := 0; i < inFlight; i++ {
-		free <- &Columns{}
+		free <- &abi.Batch{}
 	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
-	var ro *reorder
-	if a.stream != nil && a.reorderHorizon > 0 {
-		ro = newReorder(a.reorderHorizon, a.reorderMax)
-	}
+	var ragged int64 // rows the reordering dropped from ragged batches
 	go func() {
 		defer close(full)
 		if ro != nil {
-			done <- a.produceReordered(src, ro, pre, full, free, stop)
+			done <- produceReordered(src, ro, pre, full, free, stop, &ragged)
 			return
 		}
 		for src.Next() {
-			var c *Columns
+			var c *abi.Batch
 			select {
 			case c = <-free:
 			case <-stop:
 				done <- nil
 				return
 			}
-			copyColumns(c, src.Batch())
+			c.CopyFrom(src.Batch())
 			if pre != nil {
 				pre(c)
 			}
@@ -383,17 +346,21 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 		}
 		done <- src.Err()
 	}()
+	var fnErr error
 	for c := range full {
-		if a.ctx.Err() != nil || a.streamFailed() != "" {
+		if a.ctx.Err() != nil {
 			break
 		}
-		fn(c)
+		if fnErr = fn(c); fnErr != nil {
+			break
+		}
 		free <- c
 	}
 	close(stop)
 	for range full {
 	}
 	srcErr := <-done
+	a.stats.Malformed += ragged
 	if cerr := src.Close(); cerr != nil && srcErr == nil {
 		srcErr = cerr
 	}
@@ -409,14 +376,15 @@ func (a *analysis) scan(pass string, pre, fn func(c *Columns)) (meta Meta, err e
 			a.stats.warnf("trace truncated, analyzed the readable prefix (%d events): %v", a.stats.Events, srcErr)
 		}
 	}
-	return meta, nil
+	return meta, fnErr
 }
 
 // produceReordered is scan's decoding loop when the rows are put back in
-// time order for the streaming pair pass (see reorder).
-func (a *analysis) produceReordered(src Source, ro *reorder, pre func(*Columns), full, free chan *Columns, stop chan struct{}) error {
+// time order (see reorder). The reordering takes the complete rows of a
+// ragged batch; the others are added to *ragged.
+func produceReordered(src Source, ro *reorder, pre func(*abi.Batch), full, free chan *abi.Batch, stop chan struct{}, ragged *int64) error {
 	const rows = 64 << 10
-	var out *Columns
+	var out *abi.Batch
 	// pump releases rows into output batches; false: stopped.
 	pump := func(final bool) bool {
 		for {
@@ -427,12 +395,12 @@ func (a *analysis) produceReordered(src Source, ro *reorder, pre func(*Columns),
 					return false
 				}
 				if cap(out.Time) < rows {
-					*out = Columns{
+					*out = abi.Batch{
 						Time: make([]int64, 0, rows), G: make([]uint64, 0, rows), Clock: make([]uint32, 0, rows),
 						Site: make([]uint32, 0, rows), Obj: make([]uint64, 0, rows), Op: make([]uint8, 0, rows),
 					}
 				}
-				out.Time, out.G, out.Clock, out.Site, out.Obj, out.Op = out.Time[:0], out.G[:0], out.Clock[:0], out.Site[:0], out.Obj[:0], out.Op[:0]
+				out.Reset()
 			}
 			more := ro.drain(out, final)
 			if len(out.Time) == cap(out.Time) || !more && final && len(out.Time) > 0 {
@@ -452,11 +420,7 @@ func (a *analysis) produceReordered(src Source, ro *reorder, pre func(*Columns),
 	}
 	for src.Next() {
 		b := src.Batch()
-		if b.ragged() {
-			// keep the row count right for Stats.Malformed: the
-			// ragged tail is dropped here, counted below
-			a.raggedRows.Add(int64(max(len(b.Time), len(b.G), len(b.Clock), len(b.Site), len(b.Obj), len(b.Op)) - b.Len()))
-		}
+		*ragged += raggedRows(b)
 		ro.add(b)
 		if !pump(false) {
 			return nil
@@ -474,124 +438,30 @@ func (a *analysis) produceReordered(src Source, ro *reorder, pre func(*Columns),
 	return src.Err()
 }
 
-// copyColumns copies src into dst, reusing dst's arrays.
-func copyColumns(dst, src *Columns) {
-	dst.Time = append(dst.Time[:0], src.Time...)
-	dst.G = append(dst.G[:0], src.G...)
-	dst.Clock = append(dst.Clock[:0], src.Clock...)
-	dst.Site = append(dst.Site[:0], src.Site...)
-	dst.Obj = append(dst.Obj[:0], src.Obj...)
-	dst.Op = append(dst.Op[:0], src.Op...)
-}
-
-// rescan runs fn over the rows again for passes 2 and 3: from the row
-// spill when there is one, else from a fresh Source.
-func (a *analysis) rescan(pass string, fn func(c *Columns)) error {
-	if a.rows == nil {
-		_, err := a.scan(pass, nil, fn)
-		return err
-	}
-	a.stats.Passes++
-	if err := a.rows.scan(func(c *Columns) {
-		if a.ctx.Err() == nil {
-			fn(c)
-		}
-	}); err != nil {
-		return passError(pass, err)
-	}
-	return a.ctx.Err()
-}
-
-// pass1 reads the fork edges and the lifecycle events.
-func (a *analysis) pass1() (Meta, error) {
-	var serr error
-	var pre func(c *Columns)
-	if a.ilog != nil {
-		pre = a.ilog.batch
-	}
-	meta, err := a.scan("pass 1 (forks, lifecycle)", pre, func(c *Columns) {
-		if serr != nil {
-			return
-		}
-		if a.stream != nil {
-			a.stream.batch(c)
-		}
-		n := c.Len()
-		if c.ragged() {
-			a.stats.Malformed += int64(max(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op)) - n)
-		}
-		a.stats.Events += int64(n)
-		ops := c.Op[:n]
-		for i, op := range ops {
-			switch op {
-			case opUse, opInit, opDispose:
-				if site := c.Site[i]; site == 0 || site > maxSite {
-					a.stats.Malformed++
-					continue
-				}
-				if a.rows != nil {
-					if err := a.rows.add(c, i); err != nil {
-						serr = err
-						return
-					}
-				}
-				if op == opUse {
-					a.stats.Uses++
-					continue
-				}
-				a.stats.Lifecycle++
-				if a.stream != nil {
-					continue
-				}
-				if err := a.store.add(lcEvent{obj: c.Obj[i], time: c.Time[i], g: c.G[i], clock: c.Clock[i], site: c.Site[i], op: op}); err != nil {
-					serr = err
-					return
-				}
-			case opFork:
-				a.stats.Forks++
-				a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
-			default:
-				a.stats.Malformed++
-			}
-		}
+// rescan runs fn over the batches of a fresh Source, for a pass after
+// pass 1.
+func (a *analysis) rescan(pass string, fn func(*abi.Batch)) error {
+	_, err := a.scan(pass, nil, nil, func(c *abi.Batch) error {
+		fn(c)
+		return nil
 	})
-	a.stats.Malformed += a.raggedRows.Load()
-	if err == nil {
-		err = serr
-	}
-	if err == nil && a.rows != nil {
-		err = a.rows.flush()
-	}
-	if err == nil && a.ilog != nil {
-		err = a.ilog.finish()
-		a.stats.LogRows, a.stats.LogSpilled = a.ilog.rows, a.ilog.spilled()
-	}
-	return meta, err
+	return err
 }
 
-// streamFailed returns why the streaming pair pass gave up, or "".
-func (a *analysis) streamFailed() string {
-	if a.stream == nil {
-		return ""
-	}
-	return a.stream.why()
+// finishLog ends pass 1's interference log.
+func (a *analysis) finishLog(l *ilog) error {
+	err := l.finish()
+	a.stats.LogRows, a.stats.LogSpilled = l.rows, l.spilled()
+	return err
 }
 
-// inWindow reports whether 0 ≤ t2 − t1 < delta without overflow.
-func inWindow(t1, t2, delta int64) bool {
-	return t2 >= t1 && uint64(t2)-uint64(t1) < uint64(delta)
-}
-
-// add merges iv into the current interval when they overlap, and
-// otherwise retires the current one.
-func (l *ivList) add(iv interval) {
-	if iv.lo <= l.cur.hi && iv.hi >= l.cur.lo {
-		l.cur.lo = min(l.cur.lo, iv.lo)
-		l.cur.hi = max(l.cur.hi, iv.hi)
-		return
-	}
-	l.done = append(l.done, l.cur)
-	l.cur = iv
+// mergePairer moves the pairer's aggregates and counters into a.
+func (a *analysis) mergePairer(p *pairer) {
+	a.stats.Instances += p.instances
+	a.stats.PrunedWindow += p.prunedWindow
+	a.stats.PrunedSameG += p.prunedSameG
+	a.stats.PrunedFork += p.prunedFork
+	a.pairs, p.pairs = p.pairs, nil
 }
 
 // buildPlan turns the pair aggregates into plan locations.
@@ -645,8 +515,8 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 	return p
 }
 
-func kindOf(op uint8) plans.Kind {
-	if op == opInit {
+func kindOf(op abi.Op) plans.Kind {
+	if op == abi.OpInit {
 		return plans.UseBeforeInit
 	}
 	return plans.UseAfterDispose

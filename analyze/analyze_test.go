@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -24,22 +25,22 @@ type row struct {
 	clock uint32
 	site  uint32
 	obj   uint64
-	op    uint8
+	op    abi.Op
 }
 
 func initAt(t int64, g uint64, clock, site uint32, obj uint64) row {
-	return row{t, g, clock, site, obj, opInit}
+	return row{t, g, clock, site, obj, abi.OpInit}
 }
 func useAt(t int64, g uint64, clock, site uint32, obj uint64) row {
-	return row{t, g, clock, site, obj, opUse}
+	return row{t, g, clock, site, obj, abi.OpUse}
 }
 func disposeAt(t int64, g uint64, clock, site uint32, obj uint64) row {
-	return row{t, g, clock, site, obj, opDispose}
+	return row{t, g, clock, site, obj, abi.OpDispose}
 }
 
 // forkAt: parent started child at the parent's counter clock.
 func forkAt(t int64, parent uint64, clock uint32, child uint64) row {
-	return row{t, parent, clock, 0, child, opFork}
+	return row{t, parent, clock, 0, child, abi.OpFork}
 }
 
 // source builds a SliceSource, batchSize rows per batch.
@@ -47,14 +48,9 @@ func source(rows []row, batchSize int) *SliceSource {
 	s := &SliceSource{M: Meta{Package: "example.com/m", Test: "TestX"}}
 	for len(rows) > 0 {
 		n := min(batchSize, len(rows))
-		var c Columns
+		var c abi.Batch
 		for _, r := range rows[:n] {
-			c.Time = append(c.Time, r.t)
-			c.G = append(c.G, r.g)
-			c.Clock = append(c.Clock, r.clock)
-			c.Site = append(c.Site, r.site)
-			c.Obj = append(c.Obj, r.obj)
-			c.Op = append(c.Op, r.op)
+			c.Append(r.t, r.g, r.clock, r.site, r.obj, uint8(r.op))
 		}
 		s.Batches = append(s.Batches, c)
 		rows = rows[n:]
@@ -64,7 +60,13 @@ func source(rows []row, batchSize int) *SliceSource {
 
 func analyzeRows(t *testing.T, rows []row, opts Options) (*plans.Plan, *Stats) {
 	t.Helper()
-	p, st, err := Run(context.Background(), source(rows, 3).Opener(), opts)
+	return analyzeTuned(t, rows, opts, &tuning{})
+}
+
+// analyzeTuned is analyzeRows with the knobs of tests.
+func analyzeTuned(t *testing.T, rows []row, opts Options, tune *tuning) (*plans.Plan, *Stats) {
+	t.Helper()
+	p, st, err := run(context.Background(), source(rows, 3).Opener(), opts, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +381,7 @@ func TestMalformedRowsAreSkipped(t *testing.T) {
 		useAt(5*ms, 2, 1, 0, 0xA),  // site 0
 		useAt(6*ms, 2, 1, 20, 0xA),
 	}, 10)
-	s.Batches[0].Op = append(s.Batches[0].Op, opUse) // ragged
+	s.Batches[0].Op = append(s.Batches[0].Op, uint8(abi.OpUse)) // ragged
 	p, st, err := Run(context.Background(), s.Opener(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +480,7 @@ func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
 		}, nil, false},
 	} {
 		// Without reordering, each falls back.
-		p, st := analyzeRows(t, tc.rows, Options{reorderHorizon: -1})
+		p, st := analyzeTuned(t, tc.rows, Options{}, &tuning{reorderHorizon: -1})
 		if st.Streamed || st.StreamFallback == "" || st.Passes < 2 {
 			t.Errorf("%s: streamed %v, fallback %q, %d passes; want a fallback after 1 pass", tc.name, st.Streamed, st.StreamFallback, st.Passes)
 		}
@@ -516,13 +518,12 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 	}
 	src := synthSlice(n)
 	// 100k rows span 20 ms of trace time: a δ of 2 ms prunes some.
-	opts := Options{NearMiss: 2 * time.Millisecond, noStream: true}
-	exact, est, err := Run(context.Background(), src.Opener(), opts)
+	opts := Options{NearMiss: 2 * time.Millisecond}
+	exact, est, err := run(context.Background(), src.Opener(), opts, &tuning{noStream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	exact.Provenance.Created = ""
-	opts.noStream = false
 	stream, sst, err := Run(context.Background(), src.Opener(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -535,21 +536,21 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 		t.Fatal("streamed plan differs from the exact plan")
 	}
 	a, b := *sst, *est
-	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed, a.overwritten = 0, 0, 0, 0, false, 0
+	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed = 0, 0, 0, 0, false
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("stats differ:\nstreamed %+v\nexact    %+v", a, b)
 	}
 	// A waiting-use log that keeps only δ (2 ms) of trace time instead of
 	// 2δ must not change anything either (the trace is sorted: no dispose
 	// arrives late).
-	opts.waitKeep = 2 * time.Millisecond
-	swept, wst, err := Run(context.Background(), src.Opener(), opts)
+	tune := &tuning{waitKeep: 2 * time.Millisecond}
+	swept, wst, err := run(context.Background(), src.Opener(), opts, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
 	swept.Provenance.Created = ""
-	if !wst.Streamed || wst.overwritten == 0 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
-		t.Fatalf("short log: streamed %v (%q), %d overwritten, same plan %v, stats %+v", wst.Streamed, wst.StreamFallback, wst.overwritten, reflect.DeepEqual(swept, exact), wst)
+	if !wst.Streamed || tune.overwritten == 0 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
+		t.Fatalf("short log: streamed %v (%q), %d overwritten, same plan %v, stats %+v", wst.Streamed, wst.StreamFallback, tune.overwritten, reflect.DeepEqual(swept, exact), wst)
 	}
 	if sst.Candidates < 100 || sst.PrunedWindow == 0 || sst.PrunedFork == 0 || sst.PrunedSameG == 0 {
 		t.Fatalf("synthetic trace too tame to compare: %+v", sst)
@@ -566,8 +567,8 @@ func TestReorderHoldsBoundedRows(t *testing.T) {
 		rows = append(rows, useAt(5*ms, 2, 1, 20, uint64(0x100+i)))
 	}
 	rows = append(rows, useAt(5*ms, 2, 1, 21, 0xA), disposeAt(6*ms, 3, 1, 30, 0xA))
-	p, st := analyzeRows(t, rows, Options{reorderMax: 16})
-	p2, _ := analyzeRows(t, rows, Options{noStream: true})
+	p, st := analyzeTuned(t, rows, Options{}, &tuning{reorderMax: 16})
+	p2, _ := analyzeTuned(t, rows, Options{}, &tuning{noStream: true})
 	p.Provenance.Created, p2.Provenance.Created = "", ""
 	if !st.Streamed || !reflect.DeepEqual(p, p2) || st.Events != int64(len(rows)) {
 		t.Fatalf("streamed %v (%q), events %d, plans equal %v", st.Streamed, st.StreamFallback, st.Events, reflect.DeepEqual(p, p2))
@@ -577,7 +578,7 @@ func TestReorderHoldsBoundedRows(t *testing.T) {
 
 func TestReorderReleasesBeyondItsBound(t *testing.T) {
 	r := newReorder(100*ms, 100)
-	out := &Columns{Time: make([]int64, 0, 1000), G: make([]uint64, 0, 1000), Clock: make([]uint32, 0, 1000),
+	out := &abi.Batch{Time: make([]int64, 0, 1000), G: make([]uint64, 0, 1000), Clock: make([]uint32, 0, 1000),
 		Site: make([]uint32, 0, 1000), Obj: make([]uint64, 0, 1000), Op: make([]uint8, 0, 1000)}
 	for b := range 5 {
 		c := source(spread(0xA, 0, ms, 60), 60).Batches[0] // 60 rows within 1 ms

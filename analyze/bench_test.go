@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
-	"slices"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/analyze/internal/synth"
 	"github.com/memorder/wafl/record/trace"
 )
@@ -21,33 +21,28 @@ import (
 // a producer goroutine (double-buffered), so a pass costs max(generation,
 // analysis) and needs no file.
 type synthSource struct {
-	ch   chan *synth.Batch
-	back chan *synth.Batch
-	cur  Columns
+	ch   chan *abi.Batch
+	back chan *abi.Batch
+	cur  *abi.Batch
 	done chan struct{}
 	once sync.Once
 }
 
 func synthOpener(cfg synth.Config) Opener {
 	return func() (Source, error) {
-		s := &synthSource{ch: make(chan *synth.Batch), back: make(chan *synth.Batch, 2), done: make(chan struct{})}
-		s.back <- &synth.Batch{}
-		s.back <- &synth.Batch{}
+		s := &synthSource{ch: make(chan *abi.Batch), back: make(chan *abi.Batch, 2), done: make(chan struct{})}
+		s.back <- &abi.Batch{}
+		s.back <- &abi.Batch{}
 		go func() {
 			defer close(s.ch)
-			synth.Generate(cfg, func(b *synth.Batch) error {
-				var out *synth.Batch
+			synth.Generate(cfg, func(b *abi.Batch) error {
+				var out *abi.Batch
 				select {
 				case out = <-s.back:
 				case <-s.done:
 					return context.Canceled
 				}
-				out.Time = append(out.Time[:0], b.Time...)
-				out.G = append(out.G[:0], b.G...)
-				out.Clock = append(out.Clock[:0], b.Clock...)
-				out.Site = append(out.Site[:0], b.Site...)
-				out.Obj = append(out.Obj[:0], b.Obj...)
-				out.Op = append(out.Op[:0], b.Op...)
+				out.CopyFrom(b)
 				select {
 				case s.ch <- out:
 					return nil
@@ -62,19 +57,15 @@ func synthOpener(cfg synth.Config) Opener {
 
 func (s *synthSource) Meta() Meta { return Meta{Package: "synthetic", Test: "TestSynthetic"} }
 func (s *synthSource) Next() bool {
-	if s.cur.Time != nil {
-		s.back <- &synth.Batch{Time: s.cur.Time, G: s.cur.G, Clock: s.cur.Clock, Site: s.cur.Site, Obj: s.cur.Obj, Op: s.cur.Op}
+	if s.cur != nil {
+		s.back <- s.cur
 	}
 	b, ok := <-s.ch
-	if !ok {
-		s.cur = Columns{}
-		return false
-	}
-	s.cur = Columns{Time: b.Time, G: b.G, Clock: b.Clock, Site: b.Site, Obj: b.Obj, Op: b.Op}
-	return true
+	s.cur = b
+	return ok
 }
-func (s *synthSource) Batch() *Columns { return &s.cur }
-func (s *synthSource) Err() error      { return nil }
+func (s *synthSource) Batch() *abi.Batch { return s.cur }
+func (s *synthSource) Err() error        { return nil }
 func (s *synthSource) Close() error {
 	s.once.Do(func() { close(s.done) })
 	for range s.ch {
@@ -105,7 +96,7 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 	return out
 }
 
-func benchAnalyze(b *testing.B, open Opener, events int, opts Options) {
+func benchAnalyze(b *testing.B, open Opener, events int, tune tuning) {
 	b.ReportAllocs()
 	runtime.GC()
 	stop := make(chan struct{})
@@ -115,7 +106,7 @@ func benchAnalyze(b *testing.B, open Opener, events int, opts Options) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var err error
-		_, st, err = Run(context.Background(), open, opts)
+		_, st, err = run(context.Background(), open, Options{}, &tune)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -141,25 +132,24 @@ func benchAnalyze(b *testing.B, open Opener, events int, opts Options) {
 // file; generation runs concurrently on a second core.
 func BenchmarkAnalyzeSynthetic(b *testing.B) {
 	cfg := synth.Config{Events: 5_000_000, Seed: 1}
-	benchAnalyze(b, synthOpener(cfg), cfg.Events, Options{})
+	benchAnalyze(b, synthOpener(cfg), cfg.Events, tuning{})
 }
 
 // BenchmarkAnalyzeMemory analyzes a pre-generated 5M-event trace held in
 // memory: the analyzer's own cost, without generation or decoding.
 func BenchmarkAnalyzeMemory(b *testing.B) {
 	cfg := synth.Config{Events: 5_000_000, Seed: 1}
-	benchAnalyze(b, synthSlice(cfg.Events).Opener(), cfg.Events, Options{})
+	benchAnalyze(b, synthSlice(cfg.Events).Opener(), cfg.Events, tuning{})
 }
 
 // synthSlice holds a synthetic trace of n rows (seed 1) in memory.
 func synthSlice(n int) *SliceSource {
 	cfg := synth.Config{Events: n, Seed: 1}
 	src := &SliceSource{M: Meta{Package: "synthetic", Test: "TestSynthetic"}}
-	synth.Generate(cfg, func(sb *synth.Batch) error {
-		src.Batches = append(src.Batches, Columns{
-			Time: slices.Clone(sb.Time), G: slices.Clone(sb.G), Clock: slices.Clone(sb.Clock),
-			Site: slices.Clone(sb.Site), Obj: slices.Clone(sb.Obj), Op: slices.Clone(sb.Op),
-		})
+	synth.Generate(cfg, func(sb *abi.Batch) error {
+		var c abi.Batch
+		c.CopyFrom(sb)
+		src.Batches = append(src.Batches, c)
 		return nil
 	})
 	return src
@@ -180,7 +170,8 @@ func benchTrace(b *testing.B, cfg synth.Config) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	err = synth.Generate(cfg, func(sb *synth.Batch) error {
+	err = synth.Generate(cfg, func(sb *abi.Batch) error {
+		// Until record/trace takes *abi.Batch itself: the same columns.
 		return w.Write(&trace.Batch{Time: sb.Time, G: sb.G, Clock: sb.Clock, Site: sb.Site, Obj: sb.Obj, Op: sb.Op})
 	})
 	if cerr := w.Close(); err == nil {
@@ -209,7 +200,7 @@ func BenchmarkAnalyzeFile50M(b *testing.B) {
 		}
 		return &traceSource{r: r}, nil
 	}
-	benchAnalyze(b, open, cfg.Events, Options{})
+	benchAnalyze(b, open, cfg.Events, tuning{})
 }
 
 // BenchmarkAnalyzeFile50MExact is BenchmarkAnalyzeFile50M without the
@@ -226,7 +217,7 @@ func BenchmarkAnalyzeFile50MExact(b *testing.B) {
 		}
 		return &traceSource{r: r}, nil
 	}
-	benchAnalyze(b, open, cfg.Events, Options{noStream: true})
+	benchAnalyze(b, open, cfg.Events, tuning{noStream: true})
 }
 
 // BenchmarkReadFile50M is the floor under BenchmarkAnalyzeFile50M: one

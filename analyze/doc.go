@@ -4,15 +4,24 @@
 // §4.1–4.4), streaming over traces larger than memory.
 //
 // File analyzes an Arrow trace written by record/trace; Reader analyzes a
-// stream; Run analyzes any Source of column batches. All return a
-// validated *plans.Plan and Stats (events, objects, candidates, pair
-// instances dropped by the near-miss window, by goroutine and by forks,
-// warnings). The analysis normally decodes the trace once: pass 1 pairs
-// each use with its object's lifecycle rows as the rows arrive (merged
-// back into time order) and keeps a thinned log of what the interference
-// pass needs. When the trace's order defeats that, it falls back to the
-// exact passes — forks and lifecycle rows, pairs, interference — keeping
-// init/dispose rows (spilled to object-hash partitions beyond
-// Options.MemoryBudget) and per-pair aggregates in memory. Both give the
-// same plan; docs/algorithm.md gives the exact rules.
+// stream; Run analyzes any Source of column batches (abi.Batch). All
+// return a validated *plans.Plan and Stats (events, objects, candidates,
+// pair instances dropped by the near-miss window, by goroutine and by
+// forks, warnings).
+//
+// One computation (analysis) runs pass 1 over the trace — counting rows,
+// collecting fork edges (lcc.Forest answers fork order) — builds the plan
+// from the pairs and runs pass 3 for the interference sets. How the pairs
+// are found and what pass 3 reads is a strategy, chosen by Run:
+//
+//   - streaming (normally): pass 1 pairs each use with its object's
+//     lifecycle rows as the rows arrive, merged back into time order, and
+//     keeps a thinned log of what pass 3 needs; the trace is decoded once.
+//   - exact, when the trace's order defeats streaming: pass 1 keeps the
+//     init/dispose rows (spilled to object-hash partitions beyond
+//     Options.MemoryBudget) and the log, pass 2 reads the trace again.
+//   - exact over a row spill (Options.RowSpill): passes 2 and 3 read a
+//     compact copy of the rows written in pass 1.
+//
+// All give the same plan; docs/algorithm.md gives the exact rules.
 package analyze

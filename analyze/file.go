@@ -8,12 +8,13 @@ import (
 	"io"
 	"os"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 	"github.com/memorder/wafl/record/trace"
 )
 
 // File analyzes the Arrow IPC trace at path (record/trace) and returns the
-// plan of its test. It reads the file once, or twice when the rows are
+// plan of its test. It reads the file once, or more often when the rows are
 // too far out of time order, streaming; see Run.
 // Errors name the file. When opts.BinaryHash is empty and the trace's
 // binary exists, its SHA-256 goes into the plan's provenance.
@@ -87,7 +88,7 @@ func HashFile(path string) (string, error) {
 // traceSource adapts a *trace.Reader to Source.
 type traceSource struct {
 	r      *trace.Reader
-	cols   Columns
+	batch  abi.Batch
 	closed bool
 }
 
@@ -100,13 +101,14 @@ func (s *traceSource) Next() bool {
 	if !s.r.Next() {
 		return false
 	}
+	// Until record/trace returns *abi.Batch itself: the same columns.
 	b := s.r.Batch()
-	s.cols = Columns{Time: b.Time, G: b.G, Clock: b.Clock, Site: b.Site, Obj: b.Obj, Op: b.Op}
+	s.batch = abi.Batch{Time: b.Time, G: b.G, Clock: b.Clock, Site: b.Site, Obj: b.Obj, Op: b.Op}
 	return true
 }
 
-func (s *traceSource) Batch() *Columns { return &s.cols }
-func (s *traceSource) Err() error      { return s.r.Err() }
+func (s *traceSource) Batch() *abi.Batch { return &s.batch }
+func (s *traceSource) Err() error        { return s.r.Err() }
 
 func (s *traceSource) Close() error {
 	if s.closed {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // ilog is what pass 3 (interference) needs of the trace, gathered during
@@ -126,15 +128,15 @@ func class(b []byte) int {
 
 // batch thins and logs the init, use and dispose rows of c with a valid
 // site.
-func (l *ilog) batch(c *Columns) {
+func (l *ilog) batch(c *abi.Batch) {
 	n := c.Len()
 	tm, gs, sites := c.Time[:n], c.G[:n], c.Site[:n]
 	for i, op := range c.Op[:n] {
-		if op < opInit || op > opDispose {
+		if !abi.Op(op).Access() {
 			continue
 		}
 		site := sites[i]
-		if site == 0 || site > maxSite {
+		if !validSite(site) {
 			continue
 		}
 		l.row(tm[i], gs[i], site)

@@ -11,15 +11,16 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
 // Interference sets (WAFL thesis §4.4). For every pair instance that
-// entered S — ℓ1 at τ1, ℓ2 at τ2 in goroutine g2 — pass 2 recorded the
+// entered S — ℓ1 at τ1, ℓ2 at τ2 in goroutine g2 — the pairer recorded the
 // window [τ1 − δ, τ2] of g2 under ℓ1. Once S is known, pass 3 scans the
-// trace again: every event at a site of S (a candidate location ℓ*) that
-// falls in a window of its own goroutine adds ℓ* to the interference set
-// of the window's ℓ1. The window includes τ2 itself, so when ℓ2 is itself a
+// rows the strategy kept (the interference log or the row spill): every
+// event at a site of S (a candidate location ℓ*) that falls in a window of
+// its own goroutine adds ℓ* to the interference set of the window's ℓ1. The window includes τ2 itself, so when ℓ2 is itself a
 // delay location (Figure 4.2a) it interferes with ℓ1, and another dynamic
 // instance of ℓ1 in g2 (Figure 4.2b) interferes with ℓ1.
 
@@ -129,6 +130,13 @@ func (x *winIndex) stab(t int64, m *marks, ls int32) {
 			m.mark(row, x.plabel[i], ls)
 		}
 	}
+}
+
+// ivKey is (ℓ1, ℓ2's goroutine): the interference windows of ℓ1 in that
+// goroutine.
+type ivKey struct {
+	first uint32
+	g     uint64
 }
 
 type labeled struct {
@@ -250,82 +258,44 @@ func (m *marks) entries() [][]int32 {
 	return out
 }
 
-// pass3Log runs pass 3 over the interference log, one goroutine of the
-// trace at a time (its windows and sweeps stay in the cache). With two
-// CPUs, two workers share the goroutines, balanced by rows, each with its
-// own marks, merged into m at the end.
-func (a *analysis) pass3Log(l *ilog, idx map[uint64]*winIndex, sites siteSet, m *marks, nloc int) error {
-	type job struct {
-		gi uint32
-		x  *winIndex
-	}
-	var jobs []job
-	for i, g := range l.gs {
-		if x := idx[g]; x != nil && l.per[i].rows > 0 {
-			jobs = append(jobs, job{uint32(i), x})
-		}
-	}
-	slices.SortFunc(jobs, func(p, q job) int { return cmp.Compare(l.per[q.gi].rows, l.per[p.gi].rows) })
-	workers := 1
-	if runtime.GOMAXPROCS(0) > 1 && len(jobs) > 1 {
-		workers = 2
-	}
-	parts := make([][]job, workers)
-	load := make([]int64, workers)
-	for _, j := range jobs {
-		w := 0
-		for k := range load {
-			if load[k] < load[w] {
-				w = k
-			}
-		}
-		parts[w] = append(parts[w], j)
-		load[w] += l.per[j.gi].rows
-	}
-	ms := []*marks{m}
-	for len(ms) < workers {
-		ms = append(ms, newMarks(nloc))
-	}
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mw := ms[w]
-			for _, j := range parts[w] {
-				if a.ctx.Err() != nil {
-					errs[w] = a.ctx.Err()
-					return
-				}
-				x := j.x
-				x.sweep = make([]sweep, nloc)
-				err := l.scan(j.gi, func(t int64, site uint32) {
-					if ls := sites.index(site); ls >= 0 {
-						x.event(t, mw, ls)
-					}
-				})
-				x.sweep = nil
-				if err != nil {
-					errs[w] = fmt.Errorf("pass 3 (interference): %w", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, mw := range ms[1:] {
-		m.or(mw)
-	}
-	return errors.Join(errs...)
+// windows are the interference windows of S's instances, per goroutine,
+// that pass 3 matches rows against, and the entries it found.
+type windows struct {
+	idx   map[uint64]*winIndex // by goroutine
+	sites siteSet
+	m     *marks
+	nloc  int
+	// direct-mapped cache in front of idx for batch, remembering misses too
+	gcache []gSlot
 }
 
-// pass3 computes the interference sets of the plan's locations.
-func (a *analysis) pass3(plan *plans.Plan) error {
-	sites := newSiteSet(plan.Locations)
-	// Windows per goroutine, merged per ℓ1.
+type gSlot struct {
+	g  uint64
+	x  *winIndex
+	ok bool
+}
+
+// pass3 computes the interference sets of the plan's locations from the
+// rows the strategy kept.
+func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
+	w := a.windows(plan.Locations)
+	if err := s.interfere(a, w); err != nil {
+		return err
+	}
+	for l1, lss := range w.m.entries() {
+		l := &plan.Locations[l1]
+		for _, ls := range lss {
+			l.Interference = append(l.Interference, plan.Locations[ls].Site)
+		}
+	}
+	return nil
+}
+
+// windows gathers the windows of every pair per goroutine, merged per ℓ1,
+// and indexes them.
+func (a *analysis) windows(locs []plans.Location) *windows {
+	sites := newSiteSet(locs)
 	perG := make(map[uint64][]labeled)
-	// Gather the windows of every pair of ℓ1 per goroutine, then merge.
 	byKey := make(map[ivKey][]interval)
 	for k, p := range a.pairs {
 		for i := range p.ivs {
@@ -365,54 +335,105 @@ func (a *analysis) pass3(plan *plans.Plan) error {
 	for g, ws := range perG {
 		idx[g] = buildWinIndex(ws, 2*a.delta)
 	}
-	perG = nil
-	m := newMarks(len(plan.Locations))
-	// direct-mapped cache in front of idx, remembering misses too
-	type gSlot struct {
-		g  uint64
+	return &windows{idx: idx, sites: sites, m: newMarks(len(locs)), nloc: len(locs), gcache: make([]gSlot, 1<<12)}
+}
+
+// batch matches the init, use and dispose rows of c, of any goroutines,
+// against the windows.
+func (w *windows) batch(c *abi.Batch) {
+	n := c.Len()
+	for i, op := range c.Op[:n] {
+		if abi.Op(op).Access() {
+			w.event(c.Time[i], c.G[i], c.Site[i])
+		}
+	}
+}
+
+func (w *windows) event(t int64, g uint64, site uint32) {
+	ls := w.sites.index(site)
+	if ls < 0 {
+		return
+	}
+	gs := &w.gcache[(g*0x9E3779B97F4A7C15)>>52]
+	if !gs.ok || gs.g != g {
+		*gs = gSlot{g, w.idx[g], true}
+	}
+	x := gs.x
+	if x == nil {
+		return
+	}
+	if x.sweep == nil {
+		x.sweep = make([]sweep, w.nloc)
+	}
+	x.event(t, w.m, ls)
+}
+
+// pass3Log runs pass 3 over the interference log, one goroutine of the
+// trace at a time (its windows and sweeps stay in the cache). With two
+// CPUs, two workers share the goroutines, balanced by rows, each with its
+// own marks, merged into w.m at the end.
+func (a *analysis) pass3Log(l *ilog, w *windows) error {
+	type job struct {
+		gi uint32
 		x  *winIndex
-		ok bool
 	}
-	gcache := make([]gSlot, 1<<12)
-	event := func(t int64, g uint64, site uint32) {
-		ls := sites.index(site)
-		if ls < 0 {
-			return
+	var jobs []job
+	for i, g := range l.gs {
+		if x := w.idx[g]; x != nil && l.per[i].rows > 0 {
+			jobs = append(jobs, job{uint32(i), x})
 		}
-		gs := &gcache[(g*0x9E3779B97F4A7C15)>>52]
-		if !gs.ok || gs.g != g {
-			*gs = gSlot{g, idx[g], true}
-		}
-		x := gs.x
-		if x == nil {
-			return
-		}
-		if x.sweep == nil {
-			x.sweep = make([]sweep, len(plan.Locations))
-		}
-		x.event(t, m, ls)
 	}
-	var err error
-	if l := a.ilog; l != nil {
-		err = a.pass3Log(l, idx, sites, m, len(plan.Locations))
-	} else {
-		err = a.rescan("pass 3 (interference)", func(c *Columns) {
-			n := c.Len()
-			for i, op := range c.Op[:n] {
-				if op >= opInit && op <= opDispose {
-					event(c.Time[i], c.G[i], c.Site[i])
+	slices.SortFunc(jobs, func(p, q job) int { return cmp.Compare(l.per[q.gi].rows, l.per[p.gi].rows) })
+	workers := 1
+	if runtime.GOMAXPROCS(0) > 1 && len(jobs) > 1 {
+		workers = 2
+	}
+	parts := make([][]job, workers)
+	load := make([]int64, workers)
+	for _, j := range jobs {
+		k := 0
+		for i := range load {
+			if load[i] < load[k] {
+				k = i
+			}
+		}
+		parts[k] = append(parts[k], j)
+		load[k] += l.per[j.gi].rows
+	}
+	ms := []*marks{w.m}
+	for len(ms) < workers {
+		ms = append(ms, newMarks(w.nloc))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mk := ms[k]
+			for _, j := range parts[k] {
+				if a.ctx.Err() != nil {
+					errs[k] = a.ctx.Err()
+					return
+				}
+				x := j.x
+				x.sweep = make([]sweep, w.nloc)
+				err := l.scan(j.gi, func(t int64, site uint32) {
+					if ls := w.sites.index(site); ls >= 0 {
+						x.event(t, mk, ls)
+					}
+				})
+				x.sweep = nil
+				if err != nil {
+					errs[k] = fmt.Errorf("pass 3 (interference): %w", err)
+					return
 				}
 			}
-		})
+		}()
 	}
-	if err != nil {
-		return err
+	wg.Wait()
+	for _, mk := range ms[1:] {
+		w.m.or(mk)
 	}
-	for l1, lss := range m.entries() {
-		l := &plan.Locations[l1]
-		for _, ls := range lss {
-			l.Interference = append(l.Interference, plan.Locations[ls].Site)
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // lcEvent is one lifecycle event (init or dispose) of the trace. Pass 1
@@ -19,7 +21,7 @@ type lcEvent struct {
 	g     uint64
 	clock uint32
 	site  uint32
-	op    uint8
+	op    abi.Op
 }
 
 const (
@@ -49,6 +51,10 @@ type lifecycleStore struct {
 	w       [spillFanout]*bufio.Writer
 	counts  [spillFanout]int
 	buf     [lcEventSize]byte
+}
+
+func newLifecycleStore(budget int64, tempDir string) *lifecycleStore {
+	return &lifecycleStore{max: int(max(budget/lcEventCost, 1024)), tempDir: tempDir}
 }
 
 func (s *lifecycleStore) add(e lcEvent) error {
@@ -100,7 +106,7 @@ func (s *lifecycleStore) write(e lcEvent) error {
 	binary.LittleEndian.PutUint64(b[16:], e.g)
 	binary.LittleEndian.PutUint32(b[24:], e.clock)
 	binary.LittleEndian.PutUint32(b[28:], e.site)
-	b[32] = e.op
+	b[32] = byte(e.op)
 	p := partition(e.obj)
 	s.counts[p]++
 	if _, err := s.w[p].Write(b); err != nil {
@@ -171,7 +177,7 @@ func (s *lifecycleStore) load(mask uint64) ([]lcEvent, error) {
 					g:     binary.LittleEndian.Uint64(b[16:]),
 					clock: binary.LittleEndian.Uint32(b[24:]),
 					site:  binary.LittleEndian.Uint32(b[28:]),
-					op:    b[32],
+					op:    abi.Op(b[32]),
 				})
 			}
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -262,7 +268,7 @@ func buildIndex(ev []lcEvent) *objIndex {
 		}
 		next := int32(j - i)
 		for k := j - 1; k >= i; k-- {
-			if ev[k].op == opDispose {
+			if ev[k].op == abi.OpDispose {
 				next = int32(k - i)
 			}
 			x.nextDisp[k] = next

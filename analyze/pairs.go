@@ -4,29 +4,82 @@ import (
 	"math"
 	"sort"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/lcc"
 )
 
-// pairer runs the pair pass with its aggregates, caches and counters;
-// Run merges them into the analysis afterwards. The object index and the
-// fork forest it reads are immutable during the pass. (A pair pass split
-// between two pairers by object hash was measured slower on two cores: the
-// per-batch barrier and the doubled aggregates cost more than the second
-// core gave while a third goroutine decodes.)
+// pairer finds the pair instances and aggregates them per candidate pair,
+// with its caches and counters; the analysis merges them afterwards. The
+// exact passes feed it uses against an object index (batch, pass 2), the
+// streaming pass feeds it instances as they arrive (instance). (A pair
+// pass split between two pairers by object hash was measured slower on
+// two cores: the per-batch barrier and the doubled aggregates cost more
+// than the second core gave while a third goroutine decodes.)
 type pairer struct {
-	delta  int64
-	index  *objIndex
-	look   lookCache
-	fv     forestView
-	inc    *incForest // set when streaming in pass 1: fork order from the edges so far
+	delta int64
+	index *objIndex // pass 2: the lifecycle events of the current group
+	look  lookCache
+	// forks answers fork order: the trace's forest in pass 2, the edges
+	// so far when streaming.
+	forks  *lcc.Forest
 	pairs  map[pairKey]*pairAgg
 	pcache [1 << 13]pairSlot // direct-mapped cache in front of pairs
 
 	instances, prunedWindow, prunedSameG, prunedFork int64
 }
 
-func newPairer(delta int64, f *lcc.Forest) *pairer {
-	return &pairer{delta: delta, fv: forestView{f: f}, pairs: make(map[pairKey]*pairAgg)}
+type pairSlot struct {
+	k pairKey
+	p *pairAgg
+}
+
+// pairKey is a candidate pair {ℓ1, ℓ2} of one kind.
+type pairKey struct {
+	first, second uint32
+	kind          abi.Op // OpInit: use-before-init, OpUse: use-after-dispose
+}
+
+type pairAgg struct {
+	count          int64
+	minGap, maxGap int64
+	obj            uint64
+	// windows of ℓ2's goroutines, for the interference pass; a pair has
+	// few partner goroutines, so a slice with a hint beats a map.
+	ivs  []gWindows
+	hint int
+}
+
+type gWindows struct {
+	g uint64
+	l ivList
+}
+
+type ivList struct {
+	cur  interval
+	done []interval
+}
+
+type interval struct{ lo, hi int64 } // closed
+
+// inWindow reports whether 0 ≤ t2 − t1 < delta without overflow.
+func inWindow(t1, t2, delta int64) bool {
+	return t2 >= t1 && uint64(t2)-uint64(t1) < uint64(delta)
+}
+
+// add merges iv into the current interval when they overlap, and
+// otherwise retires the current one.
+func (l *ivList) add(iv interval) {
+	if iv.lo <= l.cur.hi && iv.hi >= l.cur.lo {
+		l.cur.lo = min(l.cur.lo, iv.lo)
+		l.cur.hi = max(l.cur.hi, iv.hi)
+		return
+	}
+	l.done = append(l.done, l.cur)
+	l.cur = iv
+}
+
+func newPairer(delta int64, forks *lcc.Forest) *pairer {
+	return &pairer{delta: delta, forks: forks, pairs: make(map[pairKey]*pairAgg)}
 }
 
 // pass2 pairs every use with its object's lifecycle events:
@@ -36,22 +89,42 @@ func newPairer(delta int64, f *lcc.Forest) *pairer {
 //   - use→dispose: the first dispose at or after the use within δ.
 //
 // Each instance is kept if 0 ≤ τ2 − τ1 < δ, the goroutines differ and the
-// events are concurrent by forks.
-func (a *analysis) pass2(p *pairer) error {
-	full := a.mask == ^uint64(0)
-	p.index, p.look = a.index, lookCache{}
-	return a.rescan("pass 2 (pairs)", func(c *Columns) { p.batch(c, a.mask, full) })
+// events are concurrent by forks. The lifecycle events come from store,
+// one group of partitions at a time; replay reads the uses again for each.
+func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func(*abi.Batch)) error) error {
+	groups, err := store.finish()
+	if err != nil {
+		return err
+	}
+	a.stats.Partitions = len(groups)
+	p := newPairer(a.delta, a.forest.f)
+	for _, g := range groups {
+		ev, err := store.load(g)
+		if err != nil {
+			return err
+		}
+		p.index, p.look = buildIndex(ev), lookCache{}
+		a.stats.Objects += int64(p.index.objects())
+		full := g == ^uint64(0)
+		if err := replay("pass 2 (pairs)", func(c *abi.Batch) { p.batch(c, g, full) }); err != nil {
+			return err
+		}
+		p.index = nil
+	}
+	store.close()
+	a.mergePairer(p)
+	return nil
 }
 
 // batch handles the uses of one batch that belong to this pairer.
-func (p *pairer) batch(c *Columns, mask uint64, full bool) {
+func (p *pairer) batch(c *abi.Batch, mask uint64, full bool) {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
-		if op != opUse {
+		if abi.Op(op) != abi.OpUse {
 			continue
 		}
 		site := c.Site[i]
-		if site == 0 || site > maxSite {
+		if !validSite(site) {
 			continue
 		}
 		obj := c.Obj[i]
@@ -72,9 +145,9 @@ func (p *pairer) batch(c *Columns, mask uint64, full bool) {
 		} else {
 			k = sort.Search(len(ev), func(j int) bool { return ev[j].time > t })
 		}
-		if k > 0 && ev[k-1].op == opInit {
+		if k > 0 && ev[k-1].op == abi.OpInit {
 			e := &ev[k-1]
-			p.instance(pairKey{e.site, site, opInit}, obj, e.time, e.g, e.clock, t, c.G[i], c.Clock[i])
+			p.instance(pairKey{e.site, site, abi.OpInit}, obj, e.time, e.g, e.clock, t, c.G[i], c.Clock[i])
 		}
 		// First dispose at or after t.
 		j := k
@@ -85,7 +158,7 @@ func (p *pairer) batch(c *Columns, mask uint64, full bool) {
 			if d := int(nd[j]); d < len(ev) {
 				e := &ev[d]
 				if inWindow(t, e.time, p.delta) {
-					p.instance(pairKey{site, e.site, opUse}, obj, t, c.G[i], c.Clock[i], e.time, e.g, e.clock)
+					p.instance(pairKey{site, e.site, abi.OpUse}, obj, t, c.G[i], c.Clock[i], e.time, e.g, e.clock)
 				} else {
 					p.prunedWindow++
 				}
@@ -105,12 +178,7 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 		p.prunedSameG++
 		return
 	}
-	if p.inc != nil {
-		if !p.inc.concurrent(g1, c1, g2, c2) {
-			p.prunedFork++
-			return
-		}
-	} else if !p.fv.concurrent(g1, c1, g2, c2) {
+	if !p.forks.Concurrent(lcc.Event{G: g1, Clock: c1}, lcc.Event{G: g2, Clock: c2}) {
 		p.prunedFork++
 		return
 	}
@@ -158,13 +226,4 @@ func (agg *pairAgg) window(g uint64, iv interval) {
 	}
 	agg.ivs = append(agg.ivs, gWindows{g: g, l: ivList{cur: iv}})
 	agg.hint = len(agg.ivs) - 1
-}
-
-// mergePairer moves the pairer's aggregates and counters into a.
-func (a *analysis) mergePairer(p *pairer) {
-	a.stats.Instances += p.instances
-	a.stats.PrunedWindow += p.prunedWindow
-	a.stats.PrunedSameG += p.prunedSameG
-	a.stats.PrunedFork += p.prunedFork
-	a.pairs, p.pairs = p.pairs, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/lcc"
 	"github.com/memorder/wafl/plans"
 )
@@ -42,14 +43,14 @@ func randomTrace(seed uint64, n, objects int) []row {
 		}
 		t := r.Int64N(400 * ms)
 		obj := uint64(0x1000 + r.IntN(objects))
-		var op uint8
+		var op abi.Op
 		switch x := r.IntN(10); {
 		case x < 2:
-			op = opInit
+			op = abi.OpInit
 		case x < 3:
-			op = opDispose
+			op = abi.OpDispose
 		default:
-			op = opUse
+			op = abi.OpUse
 		}
 		site := uint32(1 + r.IntN(6) + 10*int(op))
 		rows = append(rows, row{t, g, clock[g], site, obj, op})
@@ -64,9 +65,9 @@ func reference(rows []row, delta int64) (pairs map[pairKey][3]int64, interf map[
 	byObj := map[uint64][]row{}
 	for _, r := range rows {
 		switch r.op {
-		case opFork:
+		case abi.OpFork:
 			edges = append(edges, lcc.Edge{Parent: r.g, Clock: r.clock, Child: r.obj})
-		case opInit, opDispose:
+		case abi.OpInit, abi.OpDispose:
 			byObj[r.obj] = append(byObj[r.obj], r)
 		}
 	}
@@ -100,7 +101,7 @@ func reference(rows []row, delta int64) (pairs map[pairKey][3]int64, interf map[
 		insts = append(insts, inst{k.first, e1.t, e2.t, e2.g})
 	}
 	for _, u := range rows {
-		if u.op != opUse {
+		if u.op != abi.OpUse {
 			continue
 		}
 		ev := byObj[u.obj]
@@ -110,12 +111,12 @@ func reference(rows []row, delta int64) (pairs map[pairKey][3]int64, interf map[
 				prev = &ev[i]
 			}
 		}
-		if prev != nil && prev.op == opInit {
-			add(pairKey{prev.site, u.site, opInit}, *prev, u)
+		if prev != nil && prev.op == abi.OpInit {
+			add(pairKey{prev.site, u.site, abi.OpInit}, *prev, u)
 		}
 		for _, e := range ev {
-			if e.t >= u.t && e.op == opDispose {
-				add(pairKey{u.site, e.site, opUse}, u, e)
+			if e.t >= u.t && e.op == abi.OpDispose {
+				add(pairKey{u.site, e.site, abi.OpUse}, u, e)
 				break
 			}
 		}
@@ -127,7 +128,7 @@ func reference(rows []row, delta int64) (pairs map[pairKey][3]int64, interf map[
 	interf = map[uint32][]uint32{}
 	for _, in := range insts {
 		for _, e := range rows {
-			if e.op != opFork && e.g == in.g2 && inS[e.site] && e.t >= in.t1-delta && e.t <= in.t2 {
+			if e.op != abi.OpFork && e.g == in.g2 && inS[e.site] && e.t >= in.t1-delta && e.t <= in.t2 {
 				interf[in.first] = append(interf[in.first], e.site)
 			}
 		}
@@ -226,7 +227,7 @@ func TestBugShardOrderedTracesStreamAndMatchReference(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		rows := shardOrder(randomTrace(seed, 2000, 40))
 		// forks first, as the recorder writes them before the child runs
-		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(b.op/opFork, a.op/opFork) })
+		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(b.op/abi.OpFork, a.op/abi.OpFork) })
 		inOrder := true
 		for i := 1; i < len(rows); i++ {
 			if rows[i].t < rows[i-1].t {
@@ -242,7 +243,7 @@ func TestBugShardOrderedTracesStreamAndMatchReference(t *testing.T) {
 		}
 		checkReference(t, fmt.Sprintf("shard-ordered seed %d", seed), p, rows)
 		// Without the reordering it falls back, with the same result.
-		p2, st2 := analyzeRows(t, rows, Options{reorderHorizon: -1})
+		p2, st2 := analyzeTuned(t, rows, Options{}, &tuning{reorderHorizon: -1})
 		if st2.Streamed {
 			t.Fatalf("seed %d: streamed without reordering; the test is vacuous", seed)
 		}
@@ -259,9 +260,9 @@ func checkReference(t *testing.T, name string, p *plans.Plan, rows []row) {
 	got := map[pairKey][3]int64{}
 	for _, l := range p.Locations {
 		for _, pr := range l.Pairs {
-			k := pairKey{pr.First, pr.Second, opInit}
+			k := pairKey{pr.First, pr.Second, abi.OpInit}
 			if pr.Kind != "use-before-init" {
-				k.kind = opUse
+				k.kind = abi.OpUse
 			}
 			got[k] = [3]int64{int64(pr.Count), pr.MinGapNs, pr.MaxGapNs}
 		}

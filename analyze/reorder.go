@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"math"
 	"time"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // reorderHorizon is how far behind the latest row a row may arrive and
@@ -34,7 +36,7 @@ type reorder struct {
 // orun is one sorted run, in column form (so rows move in bulk); rows
 // before pos are released.
 type orun struct {
-	c     Columns
+	c     abi.Batch
 	pos   int
 	lastT int64
 }
@@ -59,7 +61,7 @@ func newReorder(horizon int64, maxHeld int) *reorder {
 }
 
 // add takes the rows of c (copied).
-func (r *reorder) add(c *Columns) {
+func (r *reorder) add(c *abi.Batch) {
 	n := c.Len()
 	tm, g, obj, clk, site, op := c.Time[:n], c.G[:n], c.Obj[:n], c.Clock[:n], c.Site[:n], c.Op[:n]
 	for i := 0; i < n; {
@@ -103,7 +105,7 @@ func (r *reorder) newRun() *orun {
 // drain appends to out, up to cap(out.Time) rows, the rows released:
 // those at least horizon behind the latest time, or all when final. It
 // reports whether rows may remain to be released now.
-func (r *reorder) drain(out *Columns, final bool) bool {
+func (r *reorder) drain(out *abi.Batch, final bool) bool {
 	limit := int64(math.MaxInt64)
 	if !final && r.held <= r.maxHeld {
 		if r.maxT < math.MinInt64+r.horizon {
@@ -151,7 +153,7 @@ func (r *reorder) drain(out *Columns, final bool) bool {
 		run.pos = k
 		if run.pos == len(rc.Time) {
 			heap.Pop(&r.runs)
-			rc.Time, rc.G, rc.Obj, rc.Clock, rc.Site, rc.Op = rc.Time[:0], rc.G[:0], rc.Obj[:0], rc.Clock[:0], rc.Site[:0], rc.Op[:0]
+			rc.Reset()
 			run.pos = 0
 			if run == r.last {
 				r.last = nil

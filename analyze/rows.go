@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // rowSpill is a compact copy of the trace's init, use and dispose rows,
@@ -19,7 +21,7 @@ type rowSpill struct {
 	buf  [rowSize]byte
 	rows int64
 	// read side
-	cols Columns
+	cols abi.Batch
 	raw  []byte
 }
 
@@ -45,7 +47,7 @@ func newRowSpill(dir string) (*rowSpill, error) {
 }
 
 // add appends row i of c; the caller has checked op and site.
-func (s *rowSpill) add(c *Columns, i int) error {
+func (s *rowSpill) add(c *abi.Batch, i int) error {
 	b := s.buf[:]
 	binary.LittleEndian.PutUint64(b[0:], uint64(c.Time[i]))
 	binary.LittleEndian.PutUint64(b[8:], c.G[i])
@@ -67,13 +69,13 @@ func (s *rowSpill) flush() error {
 }
 
 // scan calls fn with every batch of the spill, in the order written.
-func (s *rowSpill) scan(fn func(c *Columns)) error {
+func (s *rowSpill) scan(fn func(c *abi.Batch)) error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("row spill %s: %w", s.f.Name(), err)
 	}
 	if s.raw == nil {
 		s.raw = make([]byte, spillRows*rowSize)
-		s.cols = Columns{
+		s.cols = abi.Batch{
 			Time: make([]int64, spillRows), G: make([]uint64, spillRows), Obj: make([]uint64, spillRows),
 			Clock: make([]uint32, spillRows), Site: make([]uint32, spillRows), Op: make([]uint8, spillRows),
 		}
@@ -97,9 +99,22 @@ func (s *rowSpill) scan(fn func(c *Columns)) error {
 			site[i] = x & maxSite
 			op[i] = uint8(x >> 30)
 		}
-		fn(&Columns{Time: tm, G: g, Clock: clk, Site: site, Obj: obj, Op: op})
+		fn(&abi.Batch{Time: tm, G: g, Clock: clk, Site: site, Obj: obj, Op: op})
 	}
 	return nil
+}
+
+// replay runs fn over the row spill, as one more pass.
+func (a *analysis) replay(r *rowSpill, pass string, fn func(*abi.Batch)) error {
+	a.stats.Passes++
+	if err := r.scan(func(c *abi.Batch) {
+		if a.ctx.Err() == nil {
+			fn(c)
+		}
+	}); err != nil {
+		return passError(pass, err)
+	}
+	return a.ctx.Err()
 }
 
 func (s *rowSpill) close() {

@@ -4,45 +4,25 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/record/trace"
 )
-
-// Columns is one batch of trace rows in column form, the shape of
-// record/trace.Batch: row i is (Time[i], G[i], Clock[i], Site[i], Obj[i],
-// Op[i]). The slices are only read, and only until the next call to Next.
-type Columns struct {
-	Time  []int64
-	G     []uint64
-	Clock []uint32
-	Site  []uint32
-	Obj   []uint64
-	Op    []uint8
-}
-
-// Len is the number of complete rows: the length of the shortest column.
-func (c *Columns) Len() int {
-	return min(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op))
-}
-
-func (c *Columns) ragged() bool {
-	n := len(c.Time)
-	return len(c.G) != n || len(c.Clock) != n || len(c.Site) != n || len(c.Obj) != n || len(c.Op) != n
-}
 
 // Meta is what the analyzer uses of a trace's metadata.
 type Meta struct {
 	Package, Test, Binary, Sites string
 }
 
-// Source is a stream of trace batches. Run reads the trace several times,
-// opening a fresh Source for every pass; every Source of one analysis must
-// yield the same rows.
+// Source is a stream of trace batches. Run may read the trace more than
+// once, opening a fresh Source for every pass; every Source of one
+// analysis must yield the same rows.
 type Source interface {
 	Meta() Meta
 	// Next advances to the next batch and reports whether there is one.
 	Next() bool
 	// Batch returns the current batch, valid until the next call to Next.
-	Batch() *Columns
+	// The analysis only reads it.
+	Batch() *abi.Batch
 	// Err is the error that ended the stream, if any. An error for which
 	// IsTruncated reports true means the rows so far are a valid prefix.
 	Err() error
@@ -65,7 +45,7 @@ func IsTruncated(err error) bool { return errors.Is(err, ErrTruncated) }
 // callers that already have columns.
 type SliceSource struct {
 	M       Meta
-	Batches []Columns
+	Batches []abi.Batch
 	// Fail, if set, is returned by Err after the last batch.
 	Fail error
 	i    int
@@ -88,7 +68,7 @@ func (s *SliceSource) Next() bool {
 	s.i++
 	return true
 }
-func (s *SliceSource) Batch() *Columns { return &s.Batches[s.i-1] }
+func (s *SliceSource) Batch() *abi.Batch { return &s.Batches[s.i-1] }
 func (s *SliceSource) Err() error {
 	if s.i >= len(s.Batches) {
 		return s.Fail

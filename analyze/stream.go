@@ -1,8 +1,12 @@
 package analyze
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/lcc"
 )
 
 // streamPairer finds the pair instances during pass 1, as the rows
@@ -15,10 +19,11 @@ import (
 // the exact index-based pass 2 (a lifecycle row at or before a use of its
 // object already examined, or earlier than the object's latest lifecycle
 // row; a use earlier than its object's latest lifecycle row; a dispose
-// that may pair with an overwritten waiting use; a fork edge for a
-// goroutine already taken to be a root, or a second one) sets failed, and
-// Run falls back to the exact passes. So the result is always that of the
-// definitions in docs/algorithm.md.
+// that may pair with an overwritten waiting use; a fork edge that its
+// forest of the edges so far refuses: for a goroutine already taken to be
+// a root, a second one, one closing a cycle) makes it give up (why), and
+// the analysis falls back to the exact passes. So the result is always
+// that of the definitions in docs/algorithm.md.
 //
 // Per object it keeps the latest lifecycle row, the number of uses
 // waiting for the object's next dispose and the latest of them. The
@@ -37,11 +42,12 @@ type streamPairer struct {
 	wlogN   int64     // entries written; sequence numbers start at 1
 	lostT   int64     // latest time of an overwritten entry
 	lost    bool
-	inc     incForest
-	failed  string // why streaming gave up; "" while exact
-	budget  int64  // bytes of per-object state allowed
-	maxT    int64  // latest waiting use so far
-	keep    int64  // trace time the log keeps at least (2δ)
+	forks   *lcc.Forest // the fork edges so far
+	forkBad string      // why the fork edges defeat streaming; "" while exact
+	failed  string      // why streaming gave up otherwise; "" while exact
+	budget  int64       // bytes of per-object state allowed
+	maxT    int64       // latest waiting use so far
+	keep    int64       // trace time the log keeps at least (2δ)
 	wlogMem []byte
 
 	overwritten int64 // log entries overwritten
@@ -56,7 +62,7 @@ type objState struct {
 	last    int64  // sequence number of the latest of them in wlog (0: none)
 	lcClock uint32
 	lcSite  uint32
-	lcOp    uint8 // 0: no lifecycle row yet
+	lcOp    abi.Op // OpNone: no lifecycle row yet
 	hasUse  bool
 }
 
@@ -85,20 +91,26 @@ type objTSlot struct {
 	idx int32 // index+1 into states; 0: empty
 }
 
-func newStreamPairer(delta int64, budget int64) *streamPairer {
+// newStreamPairer returns a streaming pass for the near-miss window delta
+// within budget bytes whose waiting-use log keeps keep of trace time (0:
+// 2δ).
+func newStreamPairer(delta, budget, keep int64) *streamPairer {
+	forks := new(lcc.Forest)
 	s := &streamPairer{
-		p:      &pairer{delta: delta, pairs: make(map[pairKey]*pairAgg)},
+		p:      newPairer(delta, forks),
 		delta:  delta,
 		maxT:   math.MinInt64,
 		budget: budget,
-		keep:   math.MaxInt64,
+		keep:   keep,
+		forks:  forks,
 	}
-	if delta <= math.MaxInt64/2 {
-		s.keep = 2 * delta
+	if keep <= 0 {
+		s.keep = math.MaxInt64
+		if delta <= math.MaxInt64/2 {
+			s.keep = 2 * delta
+		}
 	}
 	s.wlog = make([]waitUse, 1<<12)
-	s.p.inc = &s.inc
-	s.inc.nodes = make(map[uint64]incNode)
 	s.objs.slots = make([]objTSlot, 1<<12)
 	s.objs.mask = 1<<12 - 1
 	return s
@@ -181,7 +193,7 @@ func (s *streamPairer) memory() int64 {
 // why returns why streaming gave up, "" while its answers are exact.
 func (s *streamPairer) why() string {
 	if s.failed == "" {
-		return s.inc.bad
+		return s.forkBad
 	}
 	return s.failed
 }
@@ -195,24 +207,24 @@ func (s *streamPairer) fail(format string, args ...any) {
 // batch examines the rows of c. (Splitting this work by object hash
 // between two goroutines was measured slower on the 2-core benchmark
 // machine: 7.0–7.4 s instead of 6.3–6.7 s, more CPU, more memory.)
-func (s *streamPairer) batch(c *Columns) {
+func (s *streamPairer) batch(c *abi.Batch) {
 	n := c.Len()
 	tm, gs, cl, sites, objs := c.Time[:n], c.G[:n], c.Clock[:n], c.Site[:n], c.Obj[:n]
 	for i, op := range c.Op[:n] {
-		switch op {
-		case opUse, opInit, opDispose:
+		switch op := abi.Op(op); op {
+		case abi.OpUse, abi.OpInit, abi.OpDispose:
 			site := sites[i]
-			if site == 0 || site > maxSite {
+			if !validSite(site) {
 				continue
 			}
 			obj := objs[i]
-			if op == opUse {
+			if op == abi.OpUse {
 				s.use(tm[i], gs[i], cl[i], site, obj)
 			} else {
 				s.lifecycle(tm[i], gs[i], cl[i], site, obj, op)
 			}
-		case opFork:
-			s.inc.add(gs[i], objs[i], cl[i])
+		case abi.OpFork:
+			s.fork(gs[i], objs[i], cl[i])
 		}
 		if s.failed != "" {
 			return
@@ -224,7 +236,7 @@ func (s *streamPairer) batch(c *Columns) {
 func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
 	oi := s.objs.get(obj)
 	o := &s.objs.states[oi]
-	if o.lcOp != 0 && t < o.lcT {
+	if o.lcOp != abi.OpNone && t < o.lcT {
 		s.fail("a use of object %#x at %d arrived after its lifecycle row at %d", obj, t, o.lcT)
 		return
 	}
@@ -232,16 +244,16 @@ func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
 		o.maxUseT, o.hasUse = t, true
 	}
 	// init → use: the latest lifecycle row, at or before t, if an init.
-	if o.lcOp == opInit {
+	if o.lcOp == abi.OpInit {
 		if inWindow(o.lcT, t, s.delta) {
-			s.p.instance(pairKey{o.lcSite, site, opInit}, obj, o.lcT, o.lcG, o.lcClock, t, g, clock)
+			s.p.instance(pairKey{o.lcSite, site, abi.OpInit}, obj, o.lcT, o.lcG, o.lcClock, t, g, clock)
 		} else {
 			s.p.prunedWindow++ // what instance would count; the common case of a long-lived object
 		}
 	}
 	// use → dispose: a dispose at exactly t counts as after the use.
-	if o.lcOp == opDispose && o.lcT == t {
-		s.p.instance(pairKey{site, o.lcSite, opUse}, obj, t, g, clock, o.lcT, o.lcG, o.lcClock)
+	if o.lcOp == abi.OpDispose && o.lcT == t {
+		s.p.instance(pairKey{site, o.lcSite, abi.OpUse}, obj, t, g, clock, o.lcT, o.lcG, o.lcClock)
 	} else {
 		s.wait(o, waitUse{t: t, g: g, clock: clock, site: site})
 	}
@@ -293,24 +305,24 @@ func (s *streamPairer) growLog() {
 }
 
 // lifecycle examines an init or dispose of obj.
-func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint64, op uint8) {
+func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint64, op abi.Op) {
 	o := &s.objs.states[s.objs.get(obj)]
 	if o.hasUse && t <= o.maxUseT {
 		s.fail("a lifecycle row of object %#x at %d arrived after its use at %d", obj, t, o.maxUseT)
 		return
 	}
-	if o.lcOp != 0 && (t < o.lcT || t == o.lcT && op <= o.lcOp) {
+	if o.lcOp != abi.OpNone && (t < o.lcT || t == o.lcT && op <= o.lcOp) {
 		s.fail("lifecycle rows of object %#x arrived out of time order (%d after %d)", obj, t, o.lcT)
 		return
 	}
-	if op == opDispose && o.waiting > 0 {
+	if op == abi.OpDispose && o.waiting > 0 {
 		// Walk the object's chain of waiting uses; entries overwritten in
 		// the log are older than the log's 2δ (counted below).
 		walked := int64(0)
 		oldest := s.wlogN - int64(len(s.wlog)) // entries up to this are gone
 		for q := o.last; q > oldest && q > 0; {
 			u := &s.wlog[q&int64(len(s.wlog)-1)]
-			s.p.instance(pairKey{u.site, site, opUse}, obj, u.t, u.g, u.clock, t, g, clock)
+			s.p.instance(pairKey{u.site, site, abi.OpUse}, obj, u.t, u.g, u.clock, t, g, clock)
 			walked++
 			q = u.prev
 		}
@@ -335,91 +347,32 @@ func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint
 func (s *streamPairer) objects() int64 {
 	n := int64(0)
 	for i := range s.objs.states {
-		if s.objs.states[i].lcOp != 0 {
+		if s.objs.states[i].lcOp != abi.OpNone {
 			n++
 		}
 	}
 	return n
 }
 
-// incForest answers fork-order queries from the fork edges seen so far.
-// A query that ends its walk at a goroutine with no known parent marks it;
-// a fork edge arriving later for a marked goroutine could have changed an
-// answer, so it sets bad.
-type incForest struct {
-	nodes map[uint64]incNode
-	edges int
-	bad   string
-	cache [1 << 14]limitSlot
-}
-
-type incNode struct {
-	parent    uint64
-	clock     uint32
-	hasParent bool
-	walked    bool // taken to be a root by a query
-}
-
-// add records a fork edge unless the child has one already or is the
-// parent (forest.add keeps the same edges).
-func (f *incForest) add(parent, child uint64, clock uint32) {
-	n := f.nodes[child]
+// fork adds a fork edge to the forest the pairs are checked against, as
+// it arrives. The forest refuses an edge that could change an answer it
+// already gave; then streaming gives up.
+func (s *streamPairer) fork(parent, child uint64, clock uint32) {
 	if parent == child {
+		return // malformed (the exact passes skip it too); it orders nothing
+	}
+	err := s.forks.Add(lcc.Edge{Parent: parent, Clock: clock, Child: child})
+	if err == nil || s.forkBad != "" {
 		return
 	}
-	if n.hasParent {
+	switch {
+	case errors.Is(err, lcc.ErrForkedTwice):
 		// Which edge is first may depend on the reordering: leave the
 		// choice to the exact passes, which see the trace's order.
-		if f.bad == "" {
-			f.bad = fmt.Sprintf("goroutine %d is forked twice", child)
-		}
-		return
+		s.forkBad = fmt.Sprintf("goroutine %d is forked twice", child)
+	case errors.Is(err, lcc.ErrAnswered):
+		s.forkBad = fmt.Sprintf("the fork row of goroutine %d arrived after a query took it to be a root", child)
+	default:
+		s.forkBad = "fork edges form a cycle"
 	}
-	if n.walked && f.bad == "" {
-		f.bad = fmt.Sprintf("the fork row of goroutine %d arrived after a query took it to be a root", child)
-	}
-	n.parent, n.clock, n.hasParent = parent, clock, true
-	f.nodes[child] = n
-	f.edges++
-}
-
-// limit is forestView.limit over the edges seen so far.
-func (f *incForest) limit(anc, desc uint64) int64 {
-	h := (anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F) >> 50
-	sl := &f.cache[h]
-	if sl.ok && sl.anc == anc && sl.desc == desc {
-		return sl.lim
-	}
-	lim := int64(-1)
-	x := desc
-	for steps := 0; ; steps++ {
-		n := f.nodes[x]
-		if !n.hasParent {
-			if !n.walked {
-				n.walked = true
-				f.nodes[x] = n
-			}
-			break
-		}
-		if steps > f.edges {
-			if f.bad == "" {
-				f.bad = "fork edges form a cycle"
-			}
-			break
-		}
-		if n.parent == anc {
-			lim = int64(n.clock)
-			break
-		}
-		x = n.parent
-	}
-	*sl = limitSlot{anc: anc, desc: desc, lim: lim, ok: true}
-	return lim
-}
-
-func (f *incForest) concurrent(g1 uint64, c1 uint32, g2 uint64, c2 uint32) bool {
-	if g1 == g2 {
-		return false
-	}
-	return int64(c1) > f.limit(g1, g2) && int64(c2) > f.limit(g2, g1)
 }

@@ -19,8 +19,9 @@
 // the token. Since Go programs only fork (joins are channel operations and
 // are not clock edges here), the fork edges form a forest and the vector
 // clock of any event is determined by its goroutine's ancestor chain:
-// Forest rebuilds it offline and answers HappensBefore and Concurrent in
-// O(log depth) without materializing any vector.
+// Forest rebuilds it offline, from all edges or edge by edge as an
+// analysis reads them, and answers HappensBefore and Concurrent by walking
+// that chain (answers cached) without materializing any vector.
 //
 // The counters live in a lazily allocated two-level table indexed directly
 // by goroutine id (ids are never reused): a lookup is two loads, a counter

@@ -1,6 +1,7 @@
 package lcc
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -18,47 +19,68 @@ import (
 // With only fork edges, VC(e1) <= VC(e2) holds iff e1's goroutine is e2's
 // goroutine or one of its ancestors, and e1's clock is at most the clock
 // that goroutine had when it forked the branch leading to e2 (or e2's clock
-// if it is the same goroutine). Forest answers that with an O(1) ancestor
-// test (DFS entry/exit numbers) and an O(log depth) level-ancestor jump
-// (skew-binary jump pointers), without building vectors.
+// if it is the same goroutine). Forest answers that by walking up from
+// e2's goroutine to e1's, without building vectors, and keeps the answers
+// of (ancestor, descendant) pairs in a direct-mapped cache: an analysis
+// asks about the same few pairs of goroutines millions of times.
 //
 // Goroutines that appear in no edge, or whose parent is unknown, are roots:
 // their events are concurrent with every event of another tree.
-// A Forest is immutable and safe for concurrent use.
+//
+// A Forest is built at once from all edges (NewForest) or grows edge by
+// edge while it answers queries (Add), as a streaming analysis needs: its
+// answers are those of the edges added so far, and Add refuses an edge
+// that could change an answer already given; the zero Forest is empty,
+// ready to grow. Queries fill the cache, so a Forest is not safe for
+// concurrent use.
 type Forest struct {
 	index map[uint64]int32
 	nodes []node
+	// asked holds goroutines the forest does not know that a query took
+	// to be roots (known ones are marked in their node).
+	asked map[uint64]struct{}
+	cache [1 << 14]limitSlot
 }
 
 type node struct {
 	g      uint64
 	parent int32  // -1 for roots
 	clock  uint32 // parent's counter at the fork
-	depth  int32
-	jump   int32 // skew-binary jump pointer (itself for roots)
-	tin    int32 // DFS entry number
-	tout   int32 // DFS exit number: descendants have tin in (tin, tout]
+	// up leads towards the root of the node's tree: union-find links
+	// with path halving, for refusing edges that would close a cycle.
+	up       int32
+	answered bool // a query took this root to be the top of its tree
 }
+
+// limitSlot is a cached answer of limit; the empty slot's (0, 0) is
+// never asked (anc ≠ desc).
+type limitSlot struct {
+	anc, desc uint64
+	lim       int64
+}
+
+// Errors of Add. Each leaves the forest unchanged.
+var (
+	// ErrForkedTwice: the child already has a parent.
+	ErrForkedTwice = errors.New("lcc: goroutine forked twice")
+	// ErrAnswered: a query already took the child to be a root; with the
+	// edge its answer could have been different.
+	ErrAnswered = errors.New("lcc: fork edge of a goroutine already taken to be a root")
+	// ErrCycle: the edge would close a cycle (a goroutine forking itself
+	// or one of its ancestors).
+	ErrCycle = errors.New("lcc: fork edges form a cycle")
+)
 
 // NewForest builds the forest of the given fork edges. It fails if a
 // goroutine is forked twice with different parents or clocks, or if the
 // edges form a cycle — neither can happen in a well-formed trace.
 func NewForest(edges []Edge) (*Forest, error) {
 	f := &Forest{index: make(map[uint64]int32, len(edges)+len(edges)/2)}
-	id := func(g uint64) int32 {
-		if i, ok := f.index[g]; ok {
-			return i
-		}
-		i := int32(len(f.nodes))
-		f.index[g] = i
-		f.nodes = append(f.nodes, node{g: g, parent: -1})
-		return i
-	}
 	for _, e := range edges {
 		if e.Parent == e.Child {
 			return nil, fmt.Errorf("lcc: fork edge %d -> %d: goroutine forks itself", e.Parent, e.Child)
 		}
-		p, c := id(e.Parent), id(e.Child)
+		p, c := f.id(e.Parent), f.id(e.Child)
 		n := &f.nodes[c]
 		if n.parent >= 0 {
 			if n.parent == p && n.clock == e.Clock {
@@ -69,69 +91,40 @@ func NewForest(edges []Edge) (*Forest, error) {
 		}
 		n.parent, n.clock = p, e.Clock
 	}
-	// Children lists in CSR form, then an iterative DFS from every root.
-	cnt := make([]int32, len(f.nodes)+1)
-	for i := range f.nodes {
-		if p := f.nodes[i].parent; p >= 0 {
-			cnt[p+1]++
-		}
-	}
-	for i := 1; i < len(cnt); i++ {
-		cnt[i] += cnt[i-1]
-	}
-	kids := make([]int32, cnt[len(cnt)-1])
-	fill := append([]int32(nil), cnt[:len(f.nodes)]...)
-	for i := range f.nodes {
-		if p := f.nodes[i].parent; p >= 0 {
-			kids[fill[p]] = int32(i)
-			fill[p]++
-		}
-	}
-	next := fill // reused: next child position per node, starting at cnt[i]
-	copy(next, cnt[:len(f.nodes)])
-	var (
-		timer   int32
-		visited int
-		stack   []int32
+	// Link every goroutine to the root of its tree, one path at a time;
+	// goroutines that reach no root lie on or below a cycle.
+	const (
+		unseen = -1
+		onPath = -2
+		cyclic = -3
 	)
-	for r := range f.nodes {
-		if f.nodes[r].parent >= 0 {
-			continue
-		}
-		root := &f.nodes[r]
-		root.jump = int32(r)
-		timer++
-		root.tin = timer
-		visited++
-		stack = append(stack[:0], int32(r))
-		for len(stack) > 0 {
-			v := stack[len(stack)-1]
-			if next[v] < cnt[v+1] {
-				c := kids[next[v]]
-				next[v]++
-				cn, pn := &f.nodes[c], &f.nodes[v]
-				cn.depth = pn.depth + 1
-				// Skew-binary jump pointers (Myers 1983).
-				j := f.nodes[pn.jump]
-				if pn.depth-f.nodes[pn.jump].depth == f.nodes[pn.jump].depth-f.nodes[j.jump].depth {
-					cn.jump = j.jump
-				} else {
-					cn.jump = v
-				}
-				timer++
-				cn.tin = timer
-				visited++
-				stack = append(stack, c)
-				continue
-			}
-			f.nodes[v].tout = timer
-			stack = stack[:len(stack)-1]
+	for i := range f.nodes {
+		if f.nodes[i].parent >= 0 {
+			f.nodes[i].up = unseen
 		}
 	}
-	if visited != len(f.nodes) {
+	var path []int32
+	bad := false
+	for i := range f.nodes {
+		path = path[:0]
+		x := int32(i)
+		for f.nodes[x].up == unseen {
+			f.nodes[x].up = onPath
+			path = append(path, x)
+			x = f.nodes[x].parent
+		}
+		r := f.nodes[x].up
+		if r < 0 {
+			r, bad = cyclic, true
+		}
+		for _, y := range path {
+			f.nodes[y].up = r
+		}
+	}
+	if bad {
 		var cyc []uint64
 		for i := range f.nodes {
-			if f.nodes[i].tin == 0 {
+			if f.nodes[i].up == cyclic {
 				cyc = append(cyc, f.nodes[i].g)
 			}
 		}
@@ -144,28 +137,114 @@ func NewForest(edges []Edge) (*Forest, error) {
 	return f, nil
 }
 
-// Len returns the number of goroutines the forest knows.
-func (f *Forest) Len() int { return len(f.nodes) }
-
-// Parent returns the fork token that started g: its parent and the
-// parent's counter at the fork. ok is false for roots and unknown
-// goroutines.
-func (f *Forest) Parent(g uint64) (t Token, ok bool) {
-	i, found := f.index[g]
-	if !found || f.nodes[i].parent < 0 {
-		return Token{}, false
+// id returns the node of g, creating a root for it.
+func (f *Forest) id(g uint64) int32 {
+	if i, ok := f.index[g]; ok {
+		return i
 	}
-	n := &f.nodes[i]
-	return Token{Parent: f.nodes[n.parent].g, Clock: n.clock}, true
+	if f.index == nil {
+		f.index = make(map[uint64]int32)
+	}
+	i := int32(len(f.nodes))
+	f.index[g] = i
+	_, asked := f.asked[g] // only as a parent: Add refuses such a child
+	if asked {
+		delete(f.asked, g)
+	}
+	f.nodes = append(f.nodes, node{g: g, parent: -1, up: i, answered: asked})
+	return i
 }
 
-// Depth returns the number of ancestors of g (0 for roots and unknown
-// goroutines).
-func (f *Forest) Depth(g uint64) int {
-	if i, ok := f.index[g]; ok {
-		return int(f.nodes[i].depth)
+// root returns the root of i's tree.
+func (f *Forest) root(i int32) int32 {
+	for f.nodes[i].up != i {
+		n := &f.nodes[i]
+		n.up = f.nodes[n.up].up
+		i = n.up
 	}
-	return 0
+	return i
+}
+
+// Add adds the fork edge e: e.Parent started e.Child when e.Parent's
+// counter was e.Clock. It refuses, leaving the forest as it was, an edge
+// whose child already has a parent (ErrForkedTwice), whose child an earlier
+// query took to be a root (ErrAnswered), or that would close a cycle
+// (ErrCycle). Any other edge leaves every earlier answer unchanged: a
+// query's answer depends only on the ancestors of the later goroutine,
+// which lose or gain nothing unless the root of that goroutine's tree gets
+// a parent, and such a root has been taken to be one.
+func (f *Forest) Add(e Edge) error {
+	if e.Parent == e.Child {
+		return fmt.Errorf("%w: goroutine %d forks itself", ErrCycle, e.Child)
+	}
+	c, known := f.index[e.Child]
+	if known {
+		n := &f.nodes[c]
+		switch {
+		case n.parent >= 0:
+			return fmt.Errorf("%w: goroutine %d by %d at clock %d and by %d at clock %d",
+				ErrForkedTwice, e.Child, f.nodes[n.parent].g, n.clock, e.Parent, e.Clock)
+		case n.answered:
+			return fmt.Errorf("%w: goroutine %d", ErrAnswered, e.Child)
+		}
+		// Only a known child can have descendants, and only a known
+		// parent can be one of them.
+		if p, ok := f.index[e.Parent]; ok && f.root(p) == c {
+			return fmt.Errorf("%w: goroutine %d forks its ancestor %d", ErrCycle, e.Parent, e.Child)
+		}
+	} else if _, asked := f.asked[e.Child]; asked {
+		return fmt.Errorf("%w: goroutine %d", ErrAnswered, e.Child)
+	}
+	c, p := f.id(e.Child), f.id(e.Parent)
+	n := &f.nodes[c]
+	n.parent, n.clock, n.up = p, e.Clock, f.root(p)
+	return nil
+}
+
+// Len returns the number of goroutines named by the forest's edges.
+func (f *Forest) Len() int { return len(f.nodes) }
+
+// limit returns the counter anc had when it forked the branch leading to
+// desc, or -1 when anc is not a proper ancestor of desc, so that (anc, c)
+// happens before any event of desc iff c ≤ limit.
+// The cache lookup inlines into the callers; a miss walks.
+func (f *Forest) limit(anc, desc uint64) int64 {
+	s := &f.cache[(anc*0x9E3779B97F4A7C15^desc*0xC2B2AE3D27D4EB4F)>>50]
+	if s.anc == anc && s.desc == desc {
+		return s.lim
+	}
+	return f.miss(s, anc, desc)
+}
+
+// miss answers limit through a walk and keeps the answer in slot s.
+func (f *Forest) miss(s *limitSlot, anc, desc uint64) int64 {
+	lim := f.walk(anc, desc)
+	*s = limitSlot{anc: anc, desc: desc, lim: lim}
+	return lim
+}
+
+// walk is limit without the cache: up from desc until anc's child. A walk
+// that ends at a root takes that root to be one (see Add).
+func (f *Forest) walk(anc, desc uint64) int64 {
+	i, ok := f.index[desc]
+	if !ok {
+		if f.asked == nil {
+			f.asked = make(map[uint64]struct{})
+		}
+		f.asked[desc] = struct{}{}
+		return -1
+	}
+	for {
+		n := &f.nodes[i]
+		if n.parent < 0 {
+			n.answered = true
+			return -1
+		}
+		if f.nodes[n.parent].g == anc {
+			return int64(n.clock)
+		}
+		i = n.parent
+	}
 }
 
 // HappensBefore reports whether a happens before b by the fork vector
@@ -177,35 +256,7 @@ func (f *Forest) HappensBefore(a, b Event) bool {
 	if a.G == b.G {
 		return a.Clock < b.Clock
 	}
-	ai, ok := f.index[a.G]
-	if !ok {
-		return false
-	}
-	bi, ok := f.index[b.G]
-	if !ok {
-		return false
-	}
-	an, bn := &f.nodes[ai], &f.nodes[bi]
-	if bn.tin <= an.tin || bn.tin > an.tout {
-		return false // a's goroutine is not a proper ancestor of b's
-	}
-	// The clock a's goroutine had when it forked the branch leading to b is
-	// the fork clock of b's ancestor at depth(a)+1.
-	c := f.ancestorAt(bi, an.depth+1)
-	return a.Clock <= f.nodes[c].clock
-}
-
-// ancestorAt returns the ancestor of node i at depth d <= depth(i).
-func (f *Forest) ancestorAt(i, d int32) int32 {
-	for f.nodes[i].depth > d {
-		n := &f.nodes[i]
-		if f.nodes[n.jump].depth >= d {
-			i = n.jump
-		} else {
-			i = n.parent
-		}
-	}
-	return i
+	return int64(a.Clock) <= f.limit(a.G, b.G)
 }
 
 // Concurrent reports whether a and b are unordered by the fork vector
@@ -215,5 +266,5 @@ func (f *Forest) Concurrent(a, b Event) bool {
 	if a.G == b.G {
 		return false
 	}
-	return !f.HappensBefore(a, b) && !f.HappensBefore(b, a)
+	return int64(a.Clock) > f.limit(a.G, b.G) && int64(b.Clock) > f.limit(b.G, a.G)
 }

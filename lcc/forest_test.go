@@ -1,6 +1,7 @@
 package lcc
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -60,14 +61,50 @@ func TestForestSemantics(t *testing.T) {
 	if !f.Concurrent(ev(9, 1), ev(10, 1)) {
 		t.Error("two unknown goroutines are not concurrent")
 	}
-	if tok, ok := f.Parent(5); !ok || tok != (Token{Parent: 4, Clock: 3}) {
-		t.Errorf("Parent(5) = %v, %v", tok, ok)
+	if f.Len() != 7 {
+		t.Errorf("Len() = %d, want 7", f.Len())
 	}
-	if _, ok := f.Parent(1); ok {
-		t.Error("root has a parent")
+}
+
+// TestForestAddRefusesWhatWouldChangeAnAnswer grows a forest edge by edge
+// between queries.
+func TestForestAddRefusesWhatWouldChangeAnAnswer(t *testing.T) {
+	f := new(Forest)
+	if err := f.Add(Edge{Parent: 1, Clock: 1, Child: 2}); err != nil {
+		t.Fatal(err)
 	}
-	if d := f.Depth(5); d != 3 {
-		t.Errorf("Depth(5) = %d, want 3", d)
+	if f.Concurrent(ev(1, 1), ev(2, 1)) || !f.Concurrent(ev(2, 1), ev(3, 1)) {
+		t.Fatal("wrong answers")
+	}
+	// The queries took 1 (the top of 2's tree) and 3 (unknown) to be roots.
+	for _, tc := range []struct {
+		e    Edge
+		want error
+	}{
+		{Edge{Parent: 9, Clock: 1, Child: 1}, ErrAnswered},
+		{Edge{Parent: 9, Clock: 1, Child: 3}, ErrAnswered},
+		{Edge{Parent: 9, Clock: 1, Child: 2}, ErrForkedTwice},
+		{Edge{Parent: 4, Clock: 1, Child: 4}, ErrCycle},
+	} {
+		if err := f.Add(tc.e); !errors.Is(err, tc.want) {
+			t.Errorf("Add(%v) = %v, want %v", tc.e, err, tc.want)
+		}
+	}
+	// 5 → 6 → 7, the lower edge first (nothing asked about them yet).
+	for _, e := range []Edge{{Parent: 6, Clock: 2, Child: 7}, {Parent: 5, Clock: 1, Child: 6}} {
+		if err := f.Add(e); err != nil {
+			t.Fatalf("Add(%v): %v", e, err)
+		}
+	}
+	if err := f.Add(Edge{Parent: 7, Clock: 1, Child: 5}); !errors.Is(err, ErrCycle) {
+		t.Errorf("closing 5 → 6 → 7 → 5: %v", err)
+	}
+	if !f.HappensBefore(ev(5, 1), ev(7, 1)) || f.HappensBefore(ev(5, 2), ev(7, 1)) || f.Len() != 5 {
+		t.Errorf("after refusals: HappensBefore wrong or Len() = %d, want 5", f.Len())
+	}
+	// A goroutine asked about can still be a parent.
+	if err := f.Add(Edge{Parent: 3, Clock: 1, Child: 8}); err != nil || !f.HappensBefore(ev(3, 1), ev(8, 1)) {
+		t.Errorf("3 forks 8: %v", err)
 	}
 }
 
@@ -169,6 +206,16 @@ func TestForestMatchesVectorClocks(t *testing.T) {
 		f, err := NewForest(s.edges)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if seed%3 == 0 {
+			// Grown edge by edge in the shuffled order, asked nothing
+			// before: the same forest.
+			f = new(Forest)
+			for _, e := range s.edges {
+				if err := f.Add(e); err != nil {
+					t.Fatalf("seed %d: Add(%v): %v", seed, e, err)
+				}
+			}
 		}
 		for i := range s.events {
 			for j := range s.events {

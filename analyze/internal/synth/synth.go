@@ -9,6 +9,8 @@ package synth
 
 import (
 	"math/rand/v2"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // Config sizes a synthetic trace.
@@ -49,24 +51,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// Batch is one batch of rows in column form.
-type Batch struct {
-	Time  []int64
-	G     []uint64
-	Clock []uint32
-	Site  []uint32
-	Obj   []uint64
-	Op    []uint8
-}
-
-// Ops as in record.Op.
-const (
-	OpInit    = 1
-	OpUse     = 2
-	OpDispose = 3
-	OpFork    = 4
-)
-
 const rootG = 1
 
 type slot struct {
@@ -78,30 +62,22 @@ type slot struct {
 	state uint8 // 0: not yet initialized, 1: in use, 2: disposing
 }
 
-// Generate emits the trace in batches; the Batch passed to emit is reused
+// Generate emits the trace in batches; the batch passed to emit is reused
 // after emit returns. It stops at the first error emit returns.
-func Generate(cfg Config, emit func(*Batch) error) error {
+func Generate(cfg Config, emit func(*abi.Batch) error) error {
 	cfg.defaults()
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
-	b := &Batch{}
-	reset := func() {
-		b.Time, b.G, b.Clock, b.Site, b.Obj, b.Op = b.Time[:0], b.G[:0], b.Clock[:0], b.Site[:0], b.Obj[:0], b.Op[:0]
-	}
+	b := &abi.Batch{}
 	rows := 0
 	var t int64
-	put := func(g uint64, clock uint32, site uint32, obj uint64, op uint8) error {
-		b.Time = append(b.Time, t)
-		b.G = append(b.G, g)
-		b.Clock = append(b.Clock, clock)
-		b.Site = append(b.Site, site)
-		b.Obj = append(b.Obj, obj)
-		b.Op = append(b.Op, op)
+	put := func(g uint64, clock uint32, site uint32, obj uint64, op abi.Op) error {
+		b.Append(t, g, clock, site, obj, uint8(op))
 		rows++
 		if len(b.Time) == cfg.BatchSize {
 			if err := emit(b); err != nil {
 				return err
 			}
-			reset()
+			b.Reset()
 		}
 		return nil
 	}
@@ -141,7 +117,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 	hot := make([]uint64, cfg.Hot)
 	for i := range hot {
 		hot[i] = newObj()
-		if err := put(rootG, rootClock, hotBase+uint32(i%8), hot[i], OpInit); err != nil {
+		if err := put(rootG, rootClock, hotBase+uint32(i%8), hot[i], abi.OpInit); err != nil {
 			return err
 		}
 	}
@@ -169,7 +145,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 		if forked < cfg.Workers && rows >= (forked+1)*forkEvery {
 			forked++
 			child := uint64(1 + forked)
-			if err := put(rootG, rootClock, 0, child, OpFork); err != nil {
+			if err := put(rootG, rootClock, 0, child, abi.OpFork); err != nil {
 				return err
 			}
 			rootClock++
@@ -181,7 +157,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 			// The end of the test: the root disposes the hot objects.
 			i := rows - disposeAt
 			if i < cfg.Hot {
-				if err := put(rootG, rootClock, hotBase+16+uint32(i%8), hot[i], OpDispose); err != nil {
+				if err := put(rootG, rootClock, hotBase+16+uint32(i%8), hot[i], abi.OpDispose); err != nil {
 					return err
 				}
 				continue
@@ -194,7 +170,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 			if g == rootG {
 				c = rootClock
 			}
-			if err := put(g, c, hotBase+8+uint32(h%8), hot[h], OpUse); err != nil {
+			if err := put(g, c, hotBase+8+uint32(h%8), hot[h], abi.OpUse); err != nil {
 				return err
 			}
 			continue
@@ -208,7 +184,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 		var err error
 		switch s.state {
 		case 0:
-			err = put(s.owner, s.clock, initS, s.obj, OpInit)
+			err = put(s.owner, s.clock, initS, s.obj, abi.OpInit)
 			s.state = 1
 		case 1:
 			// used by the consumer role of the class, or by its maker
@@ -224,7 +200,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 			if r.IntN(2) == 0 {
 				site = use2
 			}
-			err = put(g, c, site, s.obj, OpUse)
+			err = put(g, c, site, s.obj, abi.OpUse)
 			if s.uses--; s.uses == 0 {
 				s.state = 2
 			}
@@ -234,7 +210,7 @@ func Generate(cfg Config, emit func(*Batch) error) error {
 				if s.owner == rootG {
 					c = rootClock
 				}
-				err = put(s.owner, c, disp, s.obj, OpDispose)
+				err = put(s.owner, c, disp, s.obj, abi.OpDispose)
 			}
 			fill(s)
 		}

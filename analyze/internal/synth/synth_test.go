@@ -3,16 +3,18 @@ package synth
 import (
 	"hash/fnv"
 	"testing"
+
+	"github.com/memorder/wafl/abi"
 )
 
 func digest(t *testing.T, cfg Config) (rows int, forks int, sum uint64) {
 	t.Helper()
 	h := fnv.New64a()
 	var buf [8]byte
-	err := Generate(cfg, func(b *Batch) error {
+	err := Generate(cfg, func(b *abi.Batch) error {
 		for i := range b.Time {
 			rows++
-			if b.Op[i] == OpFork {
+			if abi.Op(b.Op[i]) == abi.OpFork {
 				forks++
 			}
 			for _, v := range []uint64{uint64(b.Time[i]), b.G[i], uint64(b.Clock[i]), uint64(b.Site[i]), b.Obj[i], uint64(b.Op[i])} {

@@ -88,7 +88,6 @@ func HashFile(path string) (string, error) {
 // traceSource adapts a *trace.Reader to Source.
 type traceSource struct {
 	r      *trace.Reader
-	batch  abi.Batch
 	closed bool
 }
 
@@ -101,13 +100,10 @@ func (s *traceSource) Next() bool {
 	if !s.r.Next() {
 		return false
 	}
-	// Until record/trace returns *abi.Batch itself: the same columns.
-	b := s.r.Batch()
-	s.batch = abi.Batch{Time: b.Time, G: b.G, Clock: b.Clock, Site: b.Site, Obj: b.Obj, Op: b.Op}
 	return true
 }
 
-func (s *traceSource) Batch() *abi.Batch { return &s.batch }
+func (s *traceSource) Batch() *abi.Batch { return s.r.Batch() }
 func (s *traceSource) Err() error        { return s.r.Err() }
 
 func (s *traceSource) Close() error {

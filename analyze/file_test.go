@@ -22,9 +22,7 @@ func writeTrace(t testing.TB, w io.Writer, meta trace.Meta, rows []row, batchSiz
 		t.Fatal(err)
 	}
 	for _, c := range source(rows, batchSize).Batches {
-		// Until record/trace takes *abi.Batch itself: the same columns.
-		b := trace.Batch{Time: c.Time, G: c.G, Clock: c.Clock, Site: c.Site, Obj: c.Obj, Op: c.Op}
-		if err := tw.Write(&b); err != nil {
+		if err := tw.Write(&c); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/record/trace"
 )
 
 // Meta is what the analyzer uses of a trace's metadata.
@@ -34,8 +33,8 @@ type Opener func() (Source, error)
 
 // ErrTruncated marks a Source error after which the rows already read are
 // a valid prefix of the trace (the recorder died mid-write). It is
-// record/trace.ErrTruncated.
-var ErrTruncated = trace.ErrTruncated
+// abi.ErrTruncated, which every trace and spill-file reader wraps.
+var ErrTruncated = abi.ErrTruncated
 
 // IsTruncated reports whether err says the trace ended early but its
 // prefix is readable.

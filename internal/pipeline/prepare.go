@@ -88,11 +88,11 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	arrows := ws.tracePath(pkg, test)
-	meta := trace.Meta{Version: trace.SchemaVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
+	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
 	}
-	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, trace.ErrTruncated) {
+	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, abi.ErrTruncated) {
 		return nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
 	}
 	os.Remove(raw)

@@ -25,7 +25,7 @@ func (b *builder) writeRuntime() error {
 	for _, dir := range wafl.RuntimePackages {
 		entries, err := fs.ReadDir(wafl.RuntimeFS, dir)
 		if err != nil {
-			return fmt.Errorf("embedded runtime: %v", err)
+			return fmt.Errorf("embedded runtime: %w", err)
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -34,14 +34,14 @@ func (b *builder) writeRuntime() error {
 			}
 			data, err := fs.ReadFile(wafl.RuntimeFS, path.Join(dir, name))
 			if err != nil {
-				return fmt.Errorf("embedded runtime: %v", err)
+				return fmt.Errorf("embedded runtime: %w", err)
 			}
 			target := filepath.Join(rt, dir, name)
 			if strings.HasSuffix(name, ".go") {
 				data = withLang(data, runtimeLang, target)
 			}
 			if err := writeIfChanged(target, data); err != nil {
-				return fmt.Errorf("writing the runtime module: %v", err)
+				return fmt.Errorf("writing the runtime module: %w", err)
 			}
 		}
 	}
@@ -51,7 +51,7 @@ func (b *builder) writeRuntime() error {
 		fmt.Fprintf(&mod, "\nrequire %s\n", req)
 	}
 	if err := writeIfChanged(filepath.Join(rt, "go.mod"), mod.Bytes()); err != nil {
-		return fmt.Errorf("writing the runtime module: %v", err)
+		return fmt.Errorf("writing the runtime module: %w", err)
 	}
 	sum, err := runtimeSums()
 	if err != nil {
@@ -65,7 +65,7 @@ func (b *builder) writeRuntime() error {
 func runtimeSums() ([]byte, error) {
 	data, err := fs.ReadFile(wafl.RuntimeFS, "go.sum")
 	if err != nil {
-		return nil, fmt.Errorf("embedded go.sum: %v", err)
+		return nil, fmt.Errorf("embedded go.sum: %w", err)
 	}
 	want := map[string]string{}
 	for _, req := range wafl.RuntimeRequires {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"unsafe"
 )
 
@@ -225,4 +226,27 @@ func (r *RawReader) Err() error {
 		return nil
 	}
 	return r.err
+}
+
+// ReadRawFile reads every record of the spill file at path, for tests,
+// dumps and small traces (the wafl process streams big ones with
+// RawReader). A file cut inside a batch returns the records before the cut
+// and an error wrapping ErrTruncated.
+func ReadRawFile(path string) ([]RawEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := NewRawReader(f, path)
+	if err != nil {
+		return nil, err
+	}
+	var out []RawEvent
+	for r.Next() {
+		for i := range r.Len() {
+			out = append(out, r.Event(i))
+		}
+	}
+	return out, r.Err()
 }

@@ -194,19 +194,9 @@ func BenchmarkInstrumentXSync(b *testing.B) {
 // countEvents returns the number of events in a raw spill file.
 func countEvents(t *testing.T, path string) int64 {
 	t.Helper()
-	f, err := os.Open(path)
+	evs, err := abi.ReadRawFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r, err := abi.NewRawReader(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r.Next() {
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return r.Events()
+	return int64(len(evs))
 }

@@ -16,25 +16,11 @@ import (
 
 func readSpill(t *testing.T, path string) []abi.RawEvent {
 	t.Helper()
-	f, err := os.Open(path)
+	evs, err := abi.ReadRawFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r, err := abi.NewRawReader(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []abi.RawEvent
-	for r.Next() {
-		for i := range r.Len() {
-			out = append(out, r.Event(i))
-		}
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return evs
 }
 
 // countSpill counts the events in the complete batches of a spill file

@@ -82,6 +82,11 @@ func main() {
 		if ctx.Err() != nil {
 			fail(ctx.Err())
 		}
+		// Re-read the stored results before adding this bug's, so that two
+		// benches of different bugs run side by side keep each other's numbers.
+		if fresh, err := fieldbench.LoadResults(*results); err == nil {
+			res = fresh
+		}
 		res[m.Name] = r
 		s := r.Summarize()
 		fmt.Fprintf(os.Stderr, "== %s: exposed within 2 runs %d/%d, within %d runs %d/%d; race %d/%d; plain %d/%d; %s (%s)\n",

@@ -416,6 +416,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 		}
 		// Locals are shared per package; the files are rewritten in order.
 		shared := sharedLocals(p.TypesInfo, p.Syntax)
+		fl := newFlow(p.TypesInfo, p.Types, p.Syntax)
 		type named struct {
 			name string
 			f    *ast.File
@@ -435,7 +436,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			// Generated code that maps itself to another source keeps its
 			// mapping rather than getting ours.
 			lineDirectives := !hasLineDirectives(nf.f)
-			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
+			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, fl, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
 			if err != nil {
 				return err
 			}

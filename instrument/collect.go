@@ -32,7 +32,9 @@ type collector struct {
 	fset   *token.FileSet
 	info   *types.Info
 	shared map[*types.Var]bool // locals another goroutine can reach (escape.go)
+	flow   *flow               // which loads reach a dereference (loads.go)
 	alloc  *siteAlloc
+	decl   *types.Func    // the declared function being walked (nil in a package-level declaration)
 	funcs  []string       // enclosing function names, innermost last
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
@@ -41,9 +43,9 @@ type collector struct {
 // collect returns the edits for file. Function bodies are walked in source
 // order, so that site ids follow the text. Package-level initializers run
 // before any goroutine exists; only function literals in them are walked.
-func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, alloc *siteAlloc, file *ast.File) *edits {
+func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File) *edits {
 	c := &collector{
-		fset: fset, info: info, shared: shared, alloc: alloc,
+		fset: fset, info: info, shared: shared, flow: fl, alloc: alloc,
 		litSeq: map[string]int{},
 		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}},
 	}
@@ -54,8 +56,10 @@ func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, 
 				continue
 			}
 			c.funcs = append(c.funcs, declName(d))
+			c.decl, _ = info.Defs[d.Name].(*types.Func)
 			c.walk(d.Body)
 			c.funcs = c.funcs[:0]
+			c.decl = nil
 		case *ast.GenDecl:
 			ast.Inspect(d, func(n ast.Node) bool {
 				if lit, ok := n.(*ast.FuncLit); ok {
@@ -125,6 +129,13 @@ func (c *collector) visit(n, parent ast.Node) {
 	switch n := n.(type) {
 	case *ast.AssignStmt:
 		c.assign(n, parent)
+		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
+			c.loadAssign(n.Lhs, nil, n.Rhs)
+		}
+	case *ast.ValueSpec:
+		c.loadAssign(nil, n.Names, n.Values)
+	case *ast.ReturnStmt:
+		c.loadReturn(n)
 	case *ast.IncDecStmt:
 		c.mapWrite(n.X)
 	case *ast.SelectorExpr:
@@ -248,6 +259,13 @@ func (c *collector) arrayIndex(n *ast.IndexExpr) {
 // atomicLoadUse records a use when e is p.Load() (atomic.Pointer) or
 // v.Load().(T) (atomic.Value) and the result is dereferenced.
 func (c *collector) atomicLoadUse(e ast.Expr) {
+	c.atomicLoad(e)
+}
+
+// atomicLoad records a use of the atomic when e is p.Load() (atomic.Pointer)
+// or v.Load().(T) (atomic.Value), and returns its site (0 if e is not one
+// or it already has one).
+func (c *collector) atomicLoad(e ast.Expr) uint32 {
 	e = ast.Unparen(e)
 	want := "pointer"
 	if ta, ok := e.(*ast.TypeAssertExpr); ok {
@@ -255,30 +273,32 @@ func (c *collector) atomicLoadUse(e ast.Expr) {
 	}
 	call, ok := e.(*ast.CallExpr)
 	if !ok || len(call.Args) != 0 {
-		return
+		return 0
 	}
 	fsel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok || fsel.Sel.Name != "Load" {
-		return
+		return 0
 	}
 	kind, isPtr := atomicKind(typeOf(c.info, fsel.X))
 	if kind != want {
-		return
+		return 0
 	}
 	if !isPtr && !c.info.Types[fsel.X].Addressable() {
-		return
+		return 0
 	}
 	if c.ed.has(fsel.X, actAtomicUse) {
-		return
+		return 0
 	}
 	id := c.site("atomic-load", fsel, fsel.X)
 	c.ed.add(fsel.X, action{kind: actAtomicUse, site: id, ptr: isPtr})
+	return id
 }
 
 // call: close(ch) disposes of the channel and uses its slot, x.fn() uses
 // the func-typed slot, p.Store(v) on an atomic.Pointer or atomic.Value
 // stores.
 func (c *collector) call(n *ast.CallExpr) {
+	c.loadArgs(n)
 	fun := ast.Unparen(n.Fun)
 	if id, ok := fun.(*ast.Ident); ok {
 		if b, ok := c.info.Uses[id].(*types.Builtin); ok {

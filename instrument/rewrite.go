@@ -29,8 +29,8 @@ type fileResult struct {
 // filename. With lineDirectives, statements that moved get /*line*/
 // directives back to their original lines; files that carry their own
 // //line directives are rewritten without.
-func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
-	ed := collect(fset, info, shared, alloc, file)
+func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
+	ed := collect(fset, info, shared, fl, alloc, file)
 
 	dec := decorator.NewDecorator(fset)
 	df, err := dec.DecorateFile(file)

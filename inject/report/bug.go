@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/memorder/wafl/instrument/sites"
@@ -63,6 +64,11 @@ type Location struct {
 	Func string `json:"func,omitempty"` // enclosing function
 	// Frame is the stack frame's function, for the failing site.
 	Frame string `json:"frame,omitempty"`
+	// CrashFile and CrashLine are, for the failing site, the line that
+	// panicked when it is not the site's own: the dereference of a value
+	// loaded at the site (a "load" site).
+	CrashFile string `json:"crash_file,omitempty"`
+	CrashLine int    `json:"crash_line,omitempty"`
 }
 
 // DelayInfo describes the delay that exposed the bug.
@@ -137,6 +143,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	b.Failing.Frame = a.Frame.Func
 	if b.Failing.File == "" {
 		b.Failing.File, b.Failing.Line = a.Frame.File, a.Frame.Line
+	} else if a.Frame.Line != 0 && (a.Frame.Line != b.Failing.Line || !sameFile(a.Frame.File, b.Failing.File)) {
+		b.Failing.CrashFile, b.Failing.CrashLine = a.Frame.File, a.Frame.Line
 	}
 	if a.Kind == plans.UseAfterDispose || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
@@ -149,6 +157,15 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 			shellQuote("^"+in.Test+"$"), in.Seed, in.Package)
 	}
 	return b
+}
+
+// sameFile reports whether the frame's file (possibly relative, from a
+// -trimpath build) is the site's file.
+func sameFile(frame, site string) bool {
+	if filepath.IsAbs(frame) {
+		return filepath.Clean(frame) == filepath.Clean(site)
+	}
+	return strings.HasSuffix(filepath.ToSlash(site), "/"+filepath.ToSlash(frame))
 }
 
 // WriteJSON writes bugs as a report file body.
@@ -239,6 +256,9 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		ew.printf("  delayed:   %s\n", b.Delayed)
 		ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
 		ew.printf("  failing:   %s\n", b.Failing)
+		if b.Failing.CrashLine != 0 {
+			ew.printf("             crashed at %s:%d, dereferencing the value loaded there\n", b.Failing.CrashFile, b.Failing.CrashLine)
+		}
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {
 			if b.Kind == plans.UseAfterDispose {

@@ -32,6 +32,17 @@ type Site struct {
 	Col  int    `json:"col"`
 	Expr string `json:"expr"` // the slot expression as source text
 	Func string `json:"func"` // enclosing function, e.g. "(*Server).Close"
+	// Derefs are, for a load (kind "load", or an "atomic-load" into a
+	// local), the lines where the loaded value is dereferenced, or handed
+	// to the call or copy that leads there: a crash on one of them is a
+	// crash at this site.
+	Derefs []Ref `json:"derefs,omitempty"`
+}
+
+// Ref is a line of a source file.
+type Ref struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
 }
 
 // Lookup returns the site with the given id.

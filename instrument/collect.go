@@ -272,6 +272,9 @@ func (c *collector) atomicLoad(e ast.Expr) uint32 {
 		e, want = ast.Unparen(ta.X), "value"
 	}
 	call, ok := e.(*ast.CallExpr)
+	if ok && len(call.Args) == 1 && c.info.Types[call.Fun].IsType() {
+		return c.loadPointer(call.Args[0]) // (*T)(atomic.LoadPointer(a))
+	}
 	if !ok || len(call.Args) != 0 {
 		return 0
 	}
@@ -291,6 +294,28 @@ func (c *collector) atomicLoad(e ast.Expr) uint32 {
 	}
 	id := c.site("atomic-load", fsel, fsel.X)
 	c.ed.add(fsel.X, action{kind: actAtomicUse, site: id, ptr: isPtr})
+	return id
+}
+
+// loadPointer records a use of *a when e is atomic.LoadPointer(a).
+func (c *collector) loadPointer(e ast.Expr) uint32 {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || len(call.Args) != 1 {
+		return 0
+	}
+	fsel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return 0
+	}
+	fn, ok := c.info.Uses[fsel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "sync/atomic" || fn.Name() != "LoadPointer" {
+		return 0
+	}
+	if c.ed.has(call.Args[0], actAtomicUse) {
+		return 0
+	}
+	id := c.site("atomic-load", call, call.Args[0])
+	c.ed.add(call.Args[0], action{kind: actAtomicUse, site: id, ptr: true})
 	return id
 }
 
@@ -316,15 +341,58 @@ func (c *collector) call(n *ast.CallExpr) {
 		c.use(n.Fun)
 		return
 	}
-	if fsel, ok := fun.(*ast.SelectorExpr); ok && fsel.Sel.Name == "Store" && len(n.Args) == 1 {
-		if sel := c.info.Selections[fsel]; sel != nil && sel.Kind() == types.MethodVal {
+	fsel, ok := fun.(*ast.SelectorExpr)
+	if !ok {
+		return
+	}
+	if sel := c.info.Selections[fsel]; sel != nil && sel.Kind() == types.MethodVal {
+		want := map[string]int{"Store": 1, "Swap": 1, "CompareAndSwap": 2}
+		if nargs, ok := want[fsel.Sel.Name]; ok && len(n.Args) == nargs {
 			kind, isPtr := atomicKind(typeOf(c.info, fsel.X))
 			if kind != "" && (isPtr || c.info.Types[fsel.X].Addressable()) {
-				id := c.site("atomic-store", n, fsel.X)
-				c.ed.add(n, action{kind: actAtomicStore, site: id, ptr: isPtr, op: kind})
+				id := c.site(atomicSiteKind(fsel.Sel.Name), n, fsel.X)
+				c.ed.add(n, action{kind: actAtomicStore, site: id, ptr: isPtr, op: kind, method: fsel.Sel.Name})
 			}
 		}
+		return
 	}
+	c.atomicPointerFunc(n, fsel)
+}
+
+// atomicSiteKind is the site kind of an atomic method or function that
+// stores: "atomic-store", "atomic-swap", "atomic-cas".
+func atomicSiteKind(name string) string {
+	switch {
+	case strings.HasPrefix(name, "Swap"):
+		return "atomic-swap"
+	case strings.HasPrefix(name, "CompareAndSwap"):
+		return "atomic-cas"
+	}
+	return "atomic-store"
+}
+
+// atomicPointerFuncs are the sync/atomic functions on *unsafe.Pointer that
+// store, with their helpers (helpers.go).
+var atomicPointerFuncs = map[string]string{
+	"StorePointer":          hStorePointer,
+	"SwapPointer":           hSwapPointer,
+	"CompareAndSwapPointer": hCASPointer,
+}
+
+// atomicPointerFunc records atomic.StorePointer/SwapPointer/
+// CompareAndSwapPointer(addr, …): the store of the new value into *addr,
+// nil a dispose, non-nil an init.
+func (c *collector) atomicPointerFunc(n *ast.CallExpr, fsel *ast.SelectorExpr) {
+	fn, ok := c.info.Uses[fsel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "sync/atomic" {
+		return
+	}
+	h, ok := atomicPointerFuncs[fn.Name()]
+	if !ok || len(n.Args) < 2 {
+		return
+	}
+	id := c.site(atomicSiteKind(fn.Name()), n, n.Args[0])
+	c.ed.add(n, action{kind: actAtomicFunc, site: id, op: h})
 }
 
 // osExit records the replacement of os.Exit (qualified, or dot-imported)

@@ -133,6 +133,55 @@ func _waflValueStore(site uint32, p *_wafl_atomic.Value, v any) {
 	p.Store(v)
 }
 
+func _waflPtrSwap[T any](site uint32, p *_wafl_atomic.Pointer[T], v *T) *T {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(p), v == nil)
+	}
+	return p.Swap(v)
+}
+
+func _waflPtrCAS[T any](site uint32, p *_wafl_atomic.Pointer[T], old, v *T) bool {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(p), v == nil)
+	}
+	return p.CompareAndSwap(old, v)
+}
+
+func _waflValueSwap(site uint32, p *_wafl_atomic.Value, v any) any {
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(p))
+	}
+	return p.Swap(v)
+}
+
+func _waflValueCAS(site uint32, p *_wafl_atomic.Value, old, v any) bool {
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(p))
+	}
+	return p.CompareAndSwap(old, v)
+}
+
+func _waflStorePointer(site uint32, a *_wafl_unsafe.Pointer, v _wafl_unsafe.Pointer) {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
+	}
+	_wafl_atomic.StorePointer(a, v)
+}
+
+func _waflSwapPointer(site uint32, a *_wafl_unsafe.Pointer, v _wafl_unsafe.Pointer) _wafl_unsafe.Pointer {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
+	}
+	return _wafl_atomic.SwapPointer(a, v)
+}
+
+func _waflCASPointer(site uint32, a *_wafl_unsafe.Pointer, old, v _wafl_unsafe.Pointer) bool {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
+	}
+	return _wafl_atomic.CompareAndSwapPointer(a, old, v)
+}
+
 func _waflFork() _waflToken { return _wafl.Fork() }
 
 func _waflAdopt(t _waflToken) { _wafl.Adopt(t) }

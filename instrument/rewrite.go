@@ -103,7 +103,8 @@ const (
 	actSend                       // channel expr C -> _waflSend(id, C)
 	actClose                      // close(C) -> _waflClose(id, C)
 	actAtomicUse                  // atomic receiver E -> _waflUse(id, &E)
-	actAtomicStore                // E.Store(v) -> _waflPtrStore/_waflValueStore(id, &E, v)
+	actAtomicStore                // E.Store(v), E.Swap(v), E.CompareAndSwap(o, v) -> _waflPtrStore/…(id, &E, args…)
+	actAtomicFunc                 // atomic.StorePointer(a, v) (Swap, CompareAndSwap) -> _waflStorePointer(id, a, v)
 	actTuple                      // L1, L2 = f() with slots -> block with temporaries
 	actGo                         // go statement -> Fork/Adopt
 	actExit                       // os.Exit -> _waflExit
@@ -117,6 +118,9 @@ type action struct {
 	// kind ("pointer", "value").
 	op    string
 	ptr   bool               // actAtomic*: receiver already a pointer
+	// method is, for actAtomicStore, the method: Store, Swap or
+	// CompareAndSwap. For actAtomicFunc, op is the helper's name.
+	method string
 	lhs   ast.Expr           // actStore: the slot stored to
 	slots map[int]*tupleSlot // actTuple: lhs index -> store
 	// copyFun and copyArgs are, for actGo on a call of anything but a

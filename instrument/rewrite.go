@@ -116,13 +116,13 @@ type action struct {
 	// op is, for actStore, the store's op ("init", "dispose", "store",
 	// "store-any"; see storeOpFor) and, for actAtomicStore, the atomic's
 	// kind ("pointer", "value").
-	op    string
-	ptr   bool               // actAtomic*: receiver already a pointer
+	op  string
+	ptr bool // actAtomic*: receiver already a pointer
 	// method is, for actAtomicStore, the method: Store, Swap or
 	// CompareAndSwap. For actAtomicFunc, op is the helper's name.
 	method string
-	lhs   ast.Expr           // actStore: the slot stored to
-	slots map[int]*tupleSlot // actTuple: lhs index -> store
+	lhs    ast.Expr           // actStore: the slot stored to
+	slots  map[int]*tupleSlot // actTuple: lhs index -> store
 	// copyFun and copyArgs are, for actGo on a call of anything but a
 	// function literal, whether the function value and each argument are
 	// evaluated into temporaries (constants, nil and declared functions

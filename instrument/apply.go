@@ -38,6 +38,10 @@ const (
 	hStorePointer = "_waflStorePointer"
 	hSwapPointer  = "_waflSwapPointer"
 	hCASPointer   = "_waflCASPointer"
+	hWGAdd        = "_waflWGAdd"
+	hWGDone       = "_waflWGDone"
+	hWGWait       = "_waflWGWait"
+	hWGGo         = "_waflWGGo"
 	hFork         = "_waflFork"
 	hAdopt        = "_waflAdopt"
 	hToken        = "_waflToken"
@@ -117,6 +121,15 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return call(hUse, siteLit(act.site), x)
 	case actAtomicStore:
 		return atomicStore(act, n.(*dst.CallExpr))
+	case actWaitGroup:
+		ce := n.(*dst.CallExpr)
+		recv := unparen(ce.Fun).(*dst.SelectorExpr).X
+		if !act.ptr {
+			recv = addr(recv)
+		}
+		out := call(act.op, append([]dst.Expr{siteLit(act.site), recv}, ce.Args...)...)
+		out.Decs = ce.Decs
+		return out
 	case actAtomicFunc:
 		ce := n.(*dst.CallExpr)
 		out := call(act.op, append([]dst.Expr{siteLit(act.site)}, ce.Args...)...)

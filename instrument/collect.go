@@ -147,7 +147,7 @@ func (c *collector) visit(n, parent ast.Node) {
 	case *ast.IndexExpr:
 		c.arrayIndex(n)
 	case *ast.CallExpr:
-		c.call(n)
+		c.call(n, parent)
 	case *ast.SendStmt:
 		id := c.site("send", n, n.Chan)
 		c.ed.add(n.Chan, action{kind: actSend, site: id})
@@ -322,7 +322,7 @@ func (c *collector) loadPointer(e ast.Expr) uint32 {
 // call: close(ch) disposes of the channel and uses its slot, x.fn() uses
 // the func-typed slot, p.Store(v) on an atomic.Pointer or atomic.Value
 // stores.
-func (c *collector) call(n *ast.CallExpr) {
+func (c *collector) call(n *ast.CallExpr, parent ast.Node) {
 	c.loadArgs(n)
 	fun := ast.Unparen(n.Fun)
 	if id, ok := fun.(*ast.Ident); ok {
@@ -345,7 +345,13 @@ func (c *collector) call(n *ast.CallExpr) {
 	if !ok {
 		return
 	}
+	if g, ok := parent.(*ast.GoStmt); ok && g.Call == n {
+		return // go wg.Done(), go p.Store(v): the go statement gets Fork/Adopt instead
+	}
 	if sel := c.info.Selections[fsel]; sel != nil && sel.Kind() == types.MethodVal {
+		if c.waitGroup(n, fsel, sel) {
+			return
+		}
 		want := map[string]int{"Store": 1, "Swap": 1, "CompareAndSwap": 2}
 		if nargs, ok := want[fsel.Sel.Name]; ok && len(n.Args) == nargs {
 			kind, isPtr := atomicKind(typeOf(c.info, fsel.X))
@@ -357,6 +363,41 @@ func (c *collector) call(n *ast.CallExpr) {
 		return
 	}
 	c.atomicPointerFunc(n, fsel)
+}
+
+// waitGroup records wg.Add(n), wg.Done(), wg.Wait() and wg.Go(f) on a
+// sync.WaitGroup (or a pointer to one, not an embedded one): Add of a
+// positive delta is an init of the WaitGroup, Done (and Add of a negative
+// delta) and Wait are uses, so that a delay before Add lets a Done or a
+// Wait run first (docs/instrumentation.md, "WaitGroups").
+func (c *collector) waitGroup(n *ast.CallExpr, fsel *ast.SelectorExpr, sel *types.Selection) bool {
+	if len(sel.Index()) != 1 || !isWaitGroup(typeOf(c.info, fsel.X)) {
+		return false
+	}
+	h, ok := map[string]string{"Add": hWGAdd, "Done": hWGDone, "Wait": hWGWait, "Go": hWGGo}[fsel.Sel.Name]
+	if !ok {
+		return false
+	}
+	_, isPtr := under(typeOf(c.info, fsel.X)).(*types.Pointer)
+	if !isPtr && !c.info.Types[fsel.X].Addressable() {
+		return false
+	}
+	id := c.site("wg-"+strings.ToLower(fsel.Sel.Name), n, fsel.X)
+	c.ed.add(n, action{kind: actWaitGroup, site: id, ptr: isPtr, op: h})
+	return true
+}
+
+// isWaitGroup reports whether t is sync.WaitGroup or a pointer to it.
+func isWaitGroup(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	t = types.Unalias(t)
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "sync" && n.Obj().Name() == "WaitGroup"
 }
 
 // atomicSiteKind is the site kind of an atomic method or function that

@@ -37,6 +37,7 @@ package %s
 import (
 	_wafl %q
 	_wafl_lcc %q
+	_wafl_sync "sync"
 	_wafl_atomic "sync/atomic"
 	_wafl_unsafe "unsafe"
 )
@@ -180,6 +181,52 @@ func _waflCASPointer(site uint32, a *_wafl_unsafe.Pointer, old, v _wafl_unsafe.P
 		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
 	}
 	return _wafl_atomic.CompareAndSwapPointer(a, old, v)
+}
+
+// WaitGroups: Add of a positive delta inits the WaitGroup, Done (Add of a
+// negative delta) and Wait use it.
+
+func _waflWGAdd(site uint32, wg *_wafl_sync.WaitGroup, delta int) {
+	if _waflOn() {
+		_waflWGAddSlow(site, _wafl_unsafe.Pointer(wg), delta)
+	}
+	wg.Add(delta)
+}
+
+//go:noinline
+func _waflWGAddSlow(site uint32, wg _wafl_unsafe.Pointer, delta int) {
+	if delta > 0 {
+		_wafl.Init(site, wg)
+	} else if delta < 0 {
+		_wafl.Use(site, wg)
+	}
+}
+
+func _waflWGDone(site uint32, wg *_wafl_sync.WaitGroup) {
+	if _waflOn() {
+		_waflUseSlow(site, _wafl_unsafe.Pointer(wg))
+	}
+	wg.Done()
+}
+
+func _waflWGWait(site uint32, wg *_wafl_sync.WaitGroup) {
+	if _waflOn() {
+		_waflUseSlow(site, _wafl_unsafe.Pointer(wg))
+	}
+	wg.Wait()
+}
+
+func _waflWGGo(site uint32, wg *_wafl_sync.WaitGroup, f func()) {
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(wg))
+	}
+	// What WaitGroup.Go does (Go 1.25), written out so that the helper
+	// file builds with older toolchains.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f()
+	}()
 }
 
 func _waflFork() _waflToken { return _wafl.Fork() }

@@ -104,6 +104,7 @@ const (
 	actClose                      // close(C) -> _waflClose(id, C)
 	actAtomicUse                  // atomic receiver E -> _waflUse(id, &E)
 	actAtomicStore                // E.Store(v), E.Swap(v), E.CompareAndSwap(o, v) -> _waflPtrStore/…(id, &E, args…)
+	actWaitGroup                  // wg.Add(n) (Done, Wait, Go) -> _waflWGAdd(id, &wg, n)
 	actAtomicFunc                 // atomic.StorePointer(a, v) (Swap, CompareAndSwap) -> _waflStorePointer(id, a, v)
 	actTuple                      // L1, L2 = f() with slots -> block with temporaries
 	actGo                         // go statement -> Fork/Adopt
@@ -119,7 +120,8 @@ type action struct {
 	op  string
 	ptr bool // actAtomic*: receiver already a pointer
 	// method is, for actAtomicStore, the method: Store, Swap or
-	// CompareAndSwap. For actAtomicFunc, op is the helper's name.
+	// CompareAndSwap. For actAtomicFunc and actWaitGroup, op is the
+	// helper's name.
 	method string
 	lhs    ast.Expr           // actStore: the slot stored to
 	slots  map[int]*tupleSlot // actTuple: lhs index -> store

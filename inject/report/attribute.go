@@ -38,6 +38,9 @@ func allowed(b plans.Kind, k PanicKind) bool {
 		return true
 	case SendClosed, CloseClosed:
 		return b == plans.UseAfterDispose
+	case WGNegative, WGReuse:
+		// Done or Wait ran before the Add it pairs with (delayed Add).
+		return b == plans.UseBeforeInit
 	}
 	return false
 }

@@ -23,10 +23,14 @@ type Report struct {
 
 // Bug is one MEMORDER bug as reported to a person or a tool.
 type Bug struct {
-	Kind    plans.Kind `json:"kind"`
-	Panic   string     `json:"panic"` // the Go panic message
-	Package string     `json:"package"`
-	Test    string     `json:"test"`
+	Kind  plans.Kind `json:"kind"`
+	Panic string     `json:"panic"` // the Go panic message
+	// PanicKind classifies Panic ("nil-deref", "send-closed",
+	// "waitgroup-negative", …); the WaitGroup kinds have SARIF rules of
+	// their own.
+	PanicKind PanicKind `json:"panic_kind,omitempty"`
+	Package   string    `json:"package"`
+	Test      string    `json:"test"`
 	// Delayed is ℓ1, where the delay was injected; Failing the site the
 	// panicking goroutine was at.
 	Delayed Location `json:"delayed"`
@@ -125,6 +129,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	b := &Bug{
 		Kind:               a.Kind,
 		Panic:              c.Panic,
+		PanicKind:          c.Kind,
 		Package:            in.Package,
 		Test:               in.Test,
 		Delayed:            siteLocation(in.Sites, a.Delay.Site),

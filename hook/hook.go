@@ -163,6 +163,24 @@ func adopt(t lcc.Token) {
 	}
 }
 
+// AdoptCallback is the first thing a func value that instrumented code
+// handed to uninstrumented code does when it runs (instrument's funcctx):
+// on a goroutine other than the one that handed it over, it adopts the
+// token taken then, like the child of an instrumented go statement. On the
+// same goroutine (a synchronous callback) it does nothing.
+func AdoptCallback(t lcc.Token) {
+	if t.Parent != 0 {
+		adoptCallback(t)
+	}
+}
+
+//go:noinline
+func adoptCallback(t lcc.Token) {
+	if t.Parent != lcc.Goid() {
+		adopt(t)
+	}
+}
+
 // Finish ends the run: while recording it turns the hooks off, flushes
 // every buffered event and closes the spill file (record.Stop); while
 // detecting it calls inject.Finish. It is idempotent, safe to call from

@@ -39,6 +39,11 @@ const (
 	hSwapPointer  = "_waflSwapPointer"
 	hCASPointer   = "_waflCASPointer"
 	hWGAdd        = "_waflWGAdd"
+	hCtx0         = "_waflCtx0"
+	hCtxR         = "_waflCtxR"
+	hCtxA         = "_waflCtxA"
+	hCtxAR        = "_waflCtxAR"
+	hCtxAB        = "_waflCtxAB"
 	hWGDone       = "_waflWGDone"
 	hWGWait       = "_waflWGWait"
 	hWGGo         = "_waflWGGo"
@@ -121,6 +126,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return call(hUse, siteLit(act.site), x)
 	case actAtomicStore:
 		return atomicStore(act, n.(*dst.CallExpr))
+	case actCtx:
+		return call(act.op, n.(dst.Expr))
 	case actWaitGroup:
 		ce := n.(*dst.CallExpr)
 		recv := unparen(ce.Fun).(*dst.SelectorExpr).X

@@ -35,6 +35,7 @@ type collector struct {
 	flow   *flow               // which loads reach a dereference (loads.go)
 	alloc  *siteAlloc
 	decl   *types.Func    // the declared function being walked (nil in a package-level declaration)
+	pkg    *types.Package // the package of the file
 	funcs  []string       // enclosing function names, innermost last
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
@@ -44,8 +45,12 @@ type collector struct {
 // order, so that site ids follow the text. Package-level initializers run
 // before any goroutine exists; only function literals in them are walked.
 func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File) *edits {
+	var pkg *types.Package
+	if fl != nil {
+		pkg = fl.pkg
+	}
 	c := &collector{
-		fset: fset, info: info, shared: shared, flow: fl, alloc: alloc,
+		fset: fset, info: info, shared: shared, flow: fl, alloc: alloc, pkg: pkg,
 		litSeq: map[string]int{},
 		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}},
 	}
@@ -324,6 +329,7 @@ func (c *collector) loadPointer(e ast.Expr) uint32 {
 // stores.
 func (c *collector) call(n *ast.CallExpr, parent ast.Node) {
 	c.loadArgs(n)
+	c.funcArgs(n)
 	fun := ast.Unparen(n.Fun)
 	if id, ok := fun.(*ast.Ident); ok {
 		if b, ok := c.info.Uses[id].(*types.Builtin); ok {

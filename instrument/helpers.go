@@ -229,6 +229,51 @@ func _waflWGGo(site uint32, wg *_wafl_sync.WaitGroup, f func()) {
 	}()
 }
 
+// Func values handed to code wafl did not instrument carry their creation
+// context: run on another goroutine than their creator's, they adopt a
+// fork token taken when they were handed over (funcctx.go). With the hooks
+// off they are returned as they are.
+
+func _waflCtx0(f func()) func() {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func() { _wafl.AdoptCallback(t); f() }
+}
+
+func _waflCtxR[R any](f func() R) func() R {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func() R { _wafl.AdoptCallback(t); return f() }
+}
+
+func _waflCtxA[A any](f func(A)) func(A) {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A) { _wafl.AdoptCallback(t); f(a) }
+}
+
+func _waflCtxAR[A, R any](f func(A) R) func(A) R {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A) R { _wafl.AdoptCallback(t); return f(a) }
+}
+
+func _waflCtxAB[A, B any](f func(A, B)) func(A, B) {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A, b B) { _wafl.AdoptCallback(t); f(a, b) }
+}
+
 func _waflFork() _waflToken { return _wafl.Fork() }
 
 func _waflAdopt(t _waflToken) { _wafl.Adopt(t) }

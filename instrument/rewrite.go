@@ -78,6 +78,7 @@ type edits struct {
 	acts     map[ast.Node][]action
 	exitUse  map[string]bool // import names of os whose Exit was replaced
 	numSites int
+	numCtx   int      // func values wrapped with their creation context
 	notes    []string // constructs left alone on purpose, "file:line:col: why"
 }
 
@@ -105,6 +106,7 @@ const (
 	actAtomicUse                  // atomic receiver E -> _waflUse(id, &E)
 	actAtomicStore                // E.Store(v), E.Swap(v), E.CompareAndSwap(o, v) -> _waflPtrStore/…(id, &E, args…)
 	actWaitGroup                  // wg.Add(n) (Done, Wait, Go) -> _waflWGAdd(id, &wg, n)
+	actCtx                        // func value F handed to another package -> _waflCtx0(F) (…CtxR, CtxA, CtxAR, CtxAB)
 	actAtomicFunc                 // atomic.StorePointer(a, v) (Swap, CompareAndSwap) -> _waflStorePointer(id, a, v)
 	actTuple                      // L1, L2 = f() with slots -> block with temporaries
 	actGo                         // go statement -> Fork/Adopt

@@ -36,6 +36,7 @@ type collector struct {
 	alloc  *siteAlloc
 	decl   *types.Func    // the declared function being walked (nil in a package-level declaration)
 	pkg    *types.Package // the package of the file
+	derefs []token.Pos    // dereferences reached by the load whose site is made next (loads.go)
 	funcs  []string       // enclosing function names, innermost last
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
@@ -168,14 +169,16 @@ func (c *collector) visit(n, parent ast.Node) {
 func (c *collector) site(kind string, n ast.Node, expr ast.Expr) uint32 {
 	pos := c.fset.Position(n.Pos())
 	c.ed.numSites++
-	return c.alloc.add(sites.Site{
+	s := sites.Site{
 		Kind: kind,
 		File: pos.Filename,
 		Line: pos.Line,
 		Col:  pos.Column,
 		Expr: exprString(c.fset, expr),
 		Func: c.funcName(),
-	})
+	}
+	s.Derefs = derefLines(c.fset, s, c.derefs)
+	return c.alloc.add(s)
 }
 
 // note records why a construct at n is left alone.

@@ -508,21 +508,15 @@ func (c *collector) loadOf(e ast.Expr, n flowNode) {
 		return
 	}
 	e = ast.Unparen(e)
+	c.derefs = lines // for the site made below
+	defer func() { c.derefs = nil }()
 	if c.slot(e) {
 		if c.ed.has(e, actUse) {
 			return
 		}
 		id := c.site("load", e, e)
 		c.ed.add(e, action{kind: actUse, site: id})
-		c.setDerefs(id, lines)
 		return
 	}
-	if id := c.atomicLoad(e); id != 0 {
-		c.setDerefs(id, lines)
-	}
-}
-
-func (c *collector) setDerefs(id uint32, lines []token.Pos) {
-	s := &c.alloc.sites[id-1]
-	s.Derefs = derefLines(c.fset, *s, lines)
+	c.atomicLoad(e)
 }

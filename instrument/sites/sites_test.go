@@ -3,6 +3,7 @@ package sites
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -11,7 +12,8 @@ func TestSaveLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.sites.json")
 	tab := &Table{Package: "example.com/p", Sites: []Site{
 		{ID: 1, Kind: "use", File: "/src/p.go", Line: 3, Col: 2, Expr: "s.conf", Func: "(*S).Run"},
-		{ID: 2, Kind: "dispose", File: "/src/p.go", Line: 4, Col: 2, Expr: "s.conf", Func: "(*S).Close"},
+		{ID: 2, Kind: "load", File: "/src/p.go", Line: 4, Col: 2, Expr: "s.conf", Func: "(*S).Close",
+			Derefs: []Ref{{File: "/src/p.go", Line: 6}}},
 	}}
 	if err := tab.Save(path); err != nil {
 		t.Fatal(err)
@@ -20,10 +22,10 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Package != tab.Package || len(got.Sites) != 2 || got.Sites[1] != tab.Sites[1] {
+	if got.Package != tab.Package || len(got.Sites) != 2 || !reflect.DeepEqual(got.Sites[1], tab.Sites[1]) {
 		t.Fatalf("round trip: %+v", got)
 	}
-	if s, ok := got.Lookup(2); !ok || s.Kind != "dispose" {
+	if s, ok := got.Lookup(2); !ok || s.Kind != "load" {
 		t.Errorf("Lookup(2) = %+v, %v", s, ok)
 	}
 	for _, id := range []uint32{0, 3} {

@@ -5,7 +5,7 @@
 // before the Add, Done runs first and the WaitGroup counter goes negative
 // ("sync: negative WaitGroup counter").
 //
-// Here the controller completes each backup about 8 ms after it is
+// Here the controller completes each backup about 20 ms after it is
 // created, so in plain runs the Add is long done. A delay before the Add
 // lets the controller's Done run first.
 //

@@ -32,13 +32,14 @@ type Consumer struct {
 	cfg     *Config
 	handler func(msg string)
 
-	mu   sync.Mutex
-	done chan struct{}
+	mu      sync.Mutex
+	started chan struct{}
+	done    chan struct{}
 }
 
 // NewConsumer builds a consumer.
 func NewConsumer() *Consumer {
-	return &Consumer{done: make(chan struct{})}
+	return &Consumer{started: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Start sets up the consumer and arms the retry of msg after backoff.
@@ -47,11 +48,15 @@ func (c *Consumer) Start(handle func(string), msg string, backoff time.Duration)
 	c.handler = handle
 	time.AfterFunc(backoff, func() {
 		defer close(c.done)
+		close(c.started)
 		for i := 0; i < c.cfg.Retries; i++ {
 			c.handler(msg) // BUG: Close may have cleared the handler
 		}
 	})
 }
+
+// Started is closed when the retry starts.
+func (c *Consumer) Started() <-chan struct{} { return c.started }
 
 // Retried is closed once the retry ran.
 func (c *Consumer) Retried() <-chan struct{} { return c.done }

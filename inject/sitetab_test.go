@@ -1,6 +1,12 @@
 package inject
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/memorder/wafl/plans"
+)
 
 const maxSiteID = 1<<30 - 1 // instrument/maxSiteID
 
@@ -32,5 +38,30 @@ func TestSiteTableSparse(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { tab.find(12345) }); n != 0 {
 		t.Errorf("find allocates %v times", n)
+	}
+}
+
+func TestCheckBinary(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	self, err := hashFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &plans.Plan{}
+	if err := checkBinary(p, "p.json"); err != nil {
+		t.Errorf("plan without a hash refused: %v", err)
+	}
+	p.Provenance.BinaryHash = self
+	if err := checkBinary(p, "p.json"); err != nil {
+		t.Errorf("plan for this binary refused: %v", err)
+	}
+	p.Provenance.BinaryHash = "sha256:0000000000000000000000"
+	p.Provenance.Package = "example.com/p"
+	err = checkBinary(p, "p.json")
+	if err == nil || !strings.Contains(err.Error(), "another build of example.com/p") || !strings.Contains(err.Error(), "p.json") {
+		t.Errorf("plan for another binary: error %v", err)
 	}
 }

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// The global flags and the streams; every command copies them into its
 	// own options once the flags are parsed.
-	common := &pipeline.Common{Stdout: stdout, Stderr: stderr}
+	common := &pipeline.Common{Stdout: stdout, Stderr: stderr, Self: selfName()}
 	root := &cobra.Command{
 		Use:   "wafl",
 		Short: "Find MEMORDER concurrency bugs in Go tests by active delay injection",
@@ -88,6 +88,7 @@ and reports the panics they cause.`,
 		newInstrument(common),
 		newAnalyze(common),
 		newReport(common),
+		newReproduce(common),
 		newVersion(stdout),
 	)
 	return root

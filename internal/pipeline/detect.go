@@ -48,6 +48,7 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.unlock()
 	sum := s.sum
 	sort.Slice(sum.Bugs, func(i, k int) bool {
 		a, b := sum.Bugs[i], sum.Bugs[k]
@@ -243,13 +244,16 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		Env:  env, Run: r.n, Seed: r.seed,
 		LogPath: logPath, CrashPath: crashPath, Stderr: output,
 		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
-		// The live plan marks the pair as found, so reproducing starts
-		// from a fresh plan; the env/binary line repeats the run exactly.
-		Reproduce: fmt.Sprintf("wafl prepare --run '^%s$' %s && wafl detect --runs 1 --seed %d --run '^%s$' %s",
-			test, pkg, r.seed, test, pkg),
+		// saveBundle replaces it with 'wafl reproduce REPORT'.
+		Reproduce: fmt.Sprintf("%s detect --runs 1 --seed %d --run '^%s$' %s", o.Self, r.seed, test, pkg),
 	})
 	if err != nil {
 		return nil, err
+	}
+	if rr.Status == report.BugFound {
+		if err := saveBundle(s.ws, o.Self, j, runPlan, plan, tab, rr.Bug); err != nil {
+			return nil, err
+		}
 	}
 	plan.ApplyRun(rr.PlanOutcome())
 	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {

@@ -26,6 +26,9 @@ type Common struct {
 	Dir     string // directory to run in (default: current directory)
 	WorkDir string // work directory (default: <module root>/.wafl)
 	Verbose bool
+	// Self is how reproduce lines name wafl (default "wafl"): the CLI sets
+	// the path it was started by when that was not a bare name.
+	Self string
 
 	Stdout, Stderr io.Writer // default: discard
 }
@@ -106,6 +109,9 @@ func (t *Tests) defaults() {
 
 // streams fills the default output streams.
 func (c *Common) streams() {
+	if c.Self == "" {
+		c.Self = "wafl"
+	}
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
 	}
@@ -175,6 +181,15 @@ type workspace struct {
 	dir  string // where wafl runs (package patterns are relative to it)
 	root string // module root
 	work string // work directory
+}
+
+// rel returns path relative to the directory wafl runs in, when it is
+// under it.
+func (w *workspace) rel(path string) string {
+	if r, err := filepath.Rel(w.dir, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
 }
 
 func (w *workspace) path(elem ...string) string {

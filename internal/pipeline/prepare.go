@@ -30,6 +30,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.unlock()
 	s.sum.Print(o.Stderr, false)
 	return s.sum, nil
 }

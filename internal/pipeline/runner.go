@@ -59,6 +59,9 @@ type session struct {
 	sum  *Summary
 	prog *progress
 	pkgs []*pkgBuild
+	// unlock releases the work directory's lock (lockWork); the workflow
+	// calls it when it has written everything.
+	unlock func()
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the
@@ -72,15 +75,26 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := lockWork(ws)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlock()
+		}
+	}()
 	w.packages.defaults()
 	if w.tests != nil {
 		w.tests.defaults()
 	}
-	s := &session{ws: ws, sum: new(Summary)}
+	s := &session{ws: ws, sum: new(Summary), unlock: unlock}
 	if s.pkgs, err = build(ctx, w.common, w.packages, w.tests, ws, s.sum); err != nil {
 		return nil, err
 	}
 	if w.tests == nil {
+		ok = true
 		return s, nil
 	}
 	jobs := jobsOf(s.pkgs)
@@ -102,6 +116,7 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	ok = true
 	return s, nil
 }
 
@@ -236,6 +251,7 @@ func Instrument(ctx context.Context, o InstrumentOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.unlock()
 	for _, p := range s.pkgs {
 		fmt.Fprintf(o.Stdout, "%s\n\tbinary: %s\n\tsites:  %s (%d sites in %d files)\n",
 			p.ImportPath, p.Binary, p.Sites, p.NumSites, p.Files)

@@ -42,8 +42,13 @@ func Main() int {
 // run is Main with injectable arguments and streams, for tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	args, err := translateGoTestFlags(args)
+	if err == nil {
+		root.SetArgs(args)
+		err = root.ExecuteContext(ctx)
+	} else {
+		err = usageError{err}
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -73,7 +78,9 @@ plans where and how long to delay; 'wafl detect' runs the tests with those delay
 and reports the panics they cause.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       Version() + " " + runtime.Version(),
 	}
+	root.SetVersionTemplate("wafl {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -101,6 +108,9 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f.StringVar(&t.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
 	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
 	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "test runs in parallel")
+	f.BoolVar(&t.RetryFailing, "retry-failing", false, "run tests that failed or hung without delays on this build again (default: remembered and skipped)")
+	f.BoolVar(&t.Short, "short", false, "tell long-running tests to shorten their run time (as go test -short)")
+	f.StringVar(&t.CPU, "cpu", "", "GOMAXPROCS values to run each test with, comma-separated (as go test -cpu)")
 }
 
 func tagsFlag(cmd *cobra.Command, p *pipeline.Packages) {

@@ -61,8 +61,10 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		return nil, err
 	}
 	sum.Print(o.Stderr, true)
-	fmt.Fprintf(o.Stderr, "seed:     %d (repeat with --seed %d)\n", o.Seed, o.Seed)
-	fmt.Fprintf(o.Stderr, "%d bugs found\n", len(sum.Bugs))
+	if sum.Err() == nil {
+		fmt.Fprintf(o.Stderr, "seed:     %d (repeat with --seed %d)\n", o.Seed, o.Seed)
+		fmt.Fprintln(o.Stderr, plural(len(sum.Bugs), "bug", "bugs")+" found")
+	}
 	return sum, nil
 }
 
@@ -150,6 +152,12 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 	pkg, test := j.pkg.ImportPath, j.test
 	planPath := s.ws.planPath(pkg, test)
 	plan, err := plans.Load(planPath)
+	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash {
+		if ferr := rememberedFailure(s.ws, j, o.RetryFailing); ferr != nil {
+			s.sum.add(func(s *Summary) { s.Tests++; s.FailPlain++; s.Remembered++ })
+			return nil, nil, ferr
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		s.prog.Printf("%s.%s has no plan yet: preparing it first\n", pkg, test)
@@ -165,6 +173,7 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 		}
 		s.sum.add(func(s *Summary) {
 			s.Tests++
+			s.Reused++
 			s.Bugs = append(s.Bugs, known...)
 			if !plan.Empty() {
 				s.WithCandidates++
@@ -231,7 +240,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		env = append(env, abi.Env(abi.EnvAblate, strings.Join(o.Ablate, ",")))
 	}
 	sub, skip := o.subtestArgs()
-	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: r.output()}
+	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
 	res, err := tr.run(ctx)
 	if err != nil {
 		return nil, err

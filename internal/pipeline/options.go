@@ -45,6 +45,25 @@ type Tests struct {
 	Run, Skip string
 	Timeout   time.Duration // per test run; a run that takes longer is killed (default DefaultTimeout)
 	Parallel  int           // test runs in parallel (default 1)
+	// RetryFailing runs tests that failed or hung without delays on the
+	// same build again (by default they are remembered and skipped).
+	RetryFailing bool
+	// Short and CPU are go test's -short and -cpu, passed to every test
+	// run as -test.short and -test.cpu.
+	Short bool
+	CPU   string
+}
+
+// binaryArgs are the test binary flags the options add to every run.
+func (t *Tests) binaryArgs() []string {
+	var args []string
+	if t.Short {
+		args = append(args, "-test.short")
+	}
+	if t.CPU != "" {
+		args = append(args, "-test.cpu", t.CPU)
+	}
+	return args
 }
 
 // Reports say how bug reports are printed.

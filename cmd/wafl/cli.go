@@ -96,6 +96,7 @@ and reports the panics they cause.`,
 		newAnalyze(common),
 		newReport(common),
 		newReproduce(common),
+		newMerge(common),
 		newVersion(stdout),
 	)
 	return root
@@ -108,6 +109,7 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f.StringVar(&t.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
 	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
 	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "test runs in parallel")
+	f.Var(shardValue{&t.Shard}, "shard", "run only shard I of N of the tests (deterministic split; combine with 'wafl merge')")
 	f.BoolVar(&t.RetryFailing, "retry-failing", false, "run tests that failed or hung without delays on this build again (default: remembered and skipped)")
 	f.BoolVar(&t.Short, "short", false, "tell long-running tests to shorten their run time (as go test -short)")
 	f.StringVar(&t.CPU, "cpu", "", "GOMAXPROCS values to run each test with, comma-separated (as go test -cpu)")

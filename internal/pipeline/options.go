@@ -52,6 +52,8 @@ type Tests struct {
 	// run as -test.short and -test.cpu.
 	Short bool
 	CPU   string
+	// Shard runs only this shard's share of the tests (--shard i/n).
+	Shard Shard
 }
 
 // binaryArgs are the test binary flags the options add to every run.

@@ -97,7 +97,10 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		ok = true
 		return s, nil
 	}
-	jobs := jobsOf(s.pkgs)
+	jobs := w.tests.Shard.pick(jobsOf(s.pkgs))
+	if w.tests.Shard.N > 1 {
+		s.sum.Shard = w.tests.Shard.String()
+	}
 	s.prog = newProgress(w.common.Stderr)
 	err = s.sum.phase(w.phase, func() error {
 		s.prog.Begin(w.phase, len(jobs))

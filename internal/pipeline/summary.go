@@ -35,14 +35,15 @@ type Summary struct {
 
 	Packages       int // packages matched
 	PackagesBuilt  int
-	Tests          int // tests run at least once
-	Prepared       int // tests with a fresh plan
-	Reused         int // tests whose plan from an earlier invocation was current
-	FailPlain      int // tests that fail or hang without delays (no plan)
-	Remembered     int // of FailPlain, known from an earlier run on the same build and not run
-	WithCandidates int // tests whose plan has delay candidates
-	Runs           int // detection runs
-	Delays         int // delays injected
+	Tests          int    // tests run at least once
+	Prepared       int    // tests with a fresh plan
+	Reused         int    // tests whose plan from an earlier invocation was current
+	FailPlain      int    // tests that fail or hang without delays (no plan)
+	Remembered     int    // of FailPlain, known from an earlier run on the same build and not run
+	Shard          string // "i/n" when only one shard of the tests ran
+	WithCandidates int    // tests whose plan has delay candidates
+	Runs           int    // detection runs
+	Delays         int    // delays injected
 	Bugs           []*report.Bug
 	Problems       []Problem
 	Phases         []Phase
@@ -100,7 +101,11 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		}
 		parts = append(parts, f)
 	}
-	fmt.Fprintf(w, "tests:    %d: %s; %d with delay candidates\n", s.Tests, strings.Join(parts, ", "), s.WithCandidates)
+	shard := ""
+	if s.Shard != "" {
+		shard = " (shard " + s.Shard + ")"
+	}
+	fmt.Fprintf(w, "tests:    %d%s: %s; %d with delay candidates\n", s.Tests, shard, strings.Join(parts, ", "), s.WithCandidates)
 	if detect {
 		fmt.Fprintf(w, "detect:   %s, %s injected, %s found\n", plural(s.Runs, "run", "runs"),
 			plural(s.Delays, "delay", "delays"), plural(len(s.Bugs), "bug", "bugs"))

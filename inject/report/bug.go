@@ -134,8 +134,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		Run:                in.Run,
 		Runs:               len(in.Plan.Runs) + 1,
 		Seed:               in.Seed,
-		Goroutines:         c.Goroutines,
-		Stacks:             c.Text,
+		Goroutines:         userGoroutines(c.Goroutines),
+		Stacks:             userStacks(c.Text),
 		Delay: DelayInfo{
 			Ns: a.Delay.Ns, ActualNs: a.Delay.Actual, Goroutine: a.Delay.G,
 			Object: a.Delay.Obj, Instance: a.Delay.N, InProgress: !a.Delay.Ended,

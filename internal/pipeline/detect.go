@@ -65,7 +65,7 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		fmt.Fprintf(o.Stderr, "seed:     %d (repeat with --seed %d)\n", o.Seed, o.Seed)
 		fmt.Fprintln(o.Stderr, plural(len(sum.Bugs), "bug", "bugs")+" found")
 	}
-	return sum, nil
+	return sum, s.finish(o.Stderr)
 }
 
 // siteTables caches each binary's site table.

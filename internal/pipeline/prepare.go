@@ -32,7 +32,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 	}
 	defer s.unlock()
 	s.sum.Print(o.Stderr, false)
-	return s.sum, nil
+	return s.sum, s.finish(o.Stderr)
 }
 
 // prepareTest runs one test with recording and analyzes its trace into

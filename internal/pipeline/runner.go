@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/instrument"
@@ -62,6 +63,8 @@ type session struct {
 	// unlock releases the work directory's lock (lockWork); the workflow
 	// calls it when it has written everything.
 	unlock func()
+	// interrupted says how far the tests got when the context ended.
+	interrupted string
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the
@@ -91,6 +94,9 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	}
 	s := &session{ws: ws, sum: new(Summary), unlock: unlock}
 	if s.pkgs, err = build(ctx, w.common, w.packages, w.tests, ws, s.sum); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w while building the test binaries; nothing was run", ErrInterrupted)
+		}
 		return nil, err
 	}
 	if w.tests == nil {
@@ -102,10 +108,15 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		s.sum.Shard = w.tests.Shard.String()
 	}
 	s.prog = newProgress(w.common.Stderr)
+	var done atomic.Int64
 	err = s.sum.phase(w.phase, func() error {
 		s.prog.Begin(w.phase, len(jobs))
 		return forEach(ctx, w.tests.Parallel, jobs, func(j job) {
 			bugs, note, err := w.each(ctx, s, j)
+			if err != nil && ctx.Err() != nil {
+				return // interrupted: the test did not finish
+			}
+			done.Add(1)
 			if err != nil {
 				var phase string
 				phase, note = classify(err, w.phase)
@@ -116,11 +127,31 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		})
 	})
 	s.prog.Close()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted (SIGINT): the caller prints what was done, keeps
+		// what was written, and returns ErrInterrupted.
+		s.interrupted = fmt.Sprintf("interrupted after %d of %d tests; plans and reports of the finished ones are kept", done.Load(), len(jobs))
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	ok = true
 	return s, nil
+}
+
+// ErrInterrupted is returned by a workflow stopped by its context (SIGINT)
+// after it printed what it had done.
+var ErrInterrupted = errors.New("interrupted")
+
+// finish prints why the workflow stopped early, if it did, and returns
+// ErrInterrupted then.
+func (s *session) finish(w io.Writer) error {
+	if s.interrupted == "" {
+		return nil
+	}
+	fmt.Fprintln(w, s.interrupted)
+	return ErrInterrupted
 }
 
 // problem records a Problem of test j.

@@ -286,6 +286,7 @@ func newReport(common *pipeline.Common) *cobra.Command {
 		},
 	}
 	reportFlags(cmd, &o.Reports, "print the report JSON")
+	cmd.Flags().StringVar(&o.HTML, "html", "", "also write the bugs as one self-contained HTML page with a timeline per bug to this file")
 	return cmd
 }
 

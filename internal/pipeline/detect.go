@@ -394,5 +394,11 @@ func PrintReports(o ReportOptions, files []string) (int, error) {
 		}
 		bugs = append(bugs, r.Bugs...)
 	}
+	if o.HTML != "" {
+		if err := writeHTML(o.HTML, bugs); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(o.Stderr, "wrote %s (%s)\n", o.HTML, plural(len(bugs), "bug", "bugs"))
+	}
 	return len(bugs), printReports(&o.Common, o.Reports, ws.root, bugs)
 }

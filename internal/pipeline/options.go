@@ -111,6 +111,7 @@ type AnalyzeOptions struct {
 type ReportOptions struct {
 	Common
 	Reports
+	HTML string // also write the bugs as one self-contained HTML page here
 }
 
 func (p *Packages) defaults() {

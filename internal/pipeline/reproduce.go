@@ -182,6 +182,7 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workspace, pb *p
 				tr.Sub = sub
 			}
 		}
+		tr.Extra = extraArgs(b.Reproduce.Command)
 		res, err := tr.run(ctx)
 		if err != nil {
 			return 0, err
@@ -218,6 +219,21 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workspace, pb *p
 		}
 	}
 	return hits, nil
+}
+
+// extraArgs returns the -test.short and -test.cpu flags of the original
+// run's command line.
+func extraArgs(cmd []string) []string {
+	var out []string
+	for i, a := range cmd {
+		switch {
+		case a == "-test.short":
+			out = append(out, a)
+		case a == "-test.cpu" && i+1 < len(cmd):
+			out = append(out, a, cmd[i+1])
+		}
+	}
+	return out
 }
 
 // mapSites maps the sites plan mentions, described by old, onto the new

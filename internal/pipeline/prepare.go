@@ -91,8 +91,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 			s.WithCandidates++
 		}
 	})
-	return fmt.Sprintf("%d events, %d candidate pairs at %d locations (%s)",
-		stats.Events, stats.Candidates, stats.Locations, res.Duration.Round(time.Millisecond)), nil
+	return fmt.Sprintf("%s, %s at %s (%s)", plural(int(stats.Events), "event", "events"),
+		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
+		res.Duration.Round(time.Millisecond)), nil
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.

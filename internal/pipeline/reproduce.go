@@ -402,6 +402,10 @@ func saveBundle(ws *workspace, self string, j job, runPlan string, plan *plans.P
 			r.Env[i] = abi.Env(abi.EnvPlan, r.Plan)
 		}
 	}
-	r.Wafl = fmt.Sprintf("%s reproduce %s", self, ws.rel(reportBase(ws, j.pkg.ImportPath, j.test)+".json"))
+	dir := ""
+	if ws.work != filepath.Join(ws.root, ".wafl") {
+		dir = " --dir " + ws.rel(ws.work)
+	}
+	r.Wafl = fmt.Sprintf("%s reproduce%s %s", self, dir, ws.rel(reportBase(ws, j.pkg.ImportPath, j.test)+".json"))
 	return nil
 }

@@ -93,13 +93,12 @@ type stackData struct {
 }
 
 const (
-	laneH   = 70
-	left    = 170
-	width   = 900
-	scale   = 560 // pixels of the delay bar
-	topPad  = 30
-	markR   = 7
-	crashSz = 9
+	laneH  = 80
+	left   = 190
+	width  = 1000
+	scale  = 480 // pixels of the delay bar
+	topPad = 40
+	maxLbl = 58 // characters of a label or source line
 )
 
 func bugView(n int, b *report.Bug, src func(string, int) string) bugData {
@@ -190,12 +189,14 @@ func bugView(n int, b *report.Bug, src func(string, int) string) bugData {
 		return fmt.Sprintf("%s:%d", short(l.File), l.Line), strings.TrimSpace(src(l.File, l.Line))
 	}
 	lbl, s := loc(b.Delayed)
-	delayedX := x1
+	delayedX := x1 + 12
+	class, title := "delayed", "the delayed access (ℓ1), after the delay"
 	if b.Delay.InProgress {
-		delayedX = x1 + 40
+		class, title = "delayed pending", "the delayed access (ℓ1): the crash came before the delay ended"
+		lbl += " (not reached)"
 	}
-	d.Marks = append(d.Marks, mark{Class: "delayed", X: delayedX, Y: laneY(dl), Label: "ℓ1 " + b.Delayed.Op + " " + lbl, Source: s,
-		Title: "the delayed access (ℓ1), after the delay", Href: laneHref(d, delayedG, gByID), LabelAbove: true})
+	d.Marks = append(d.Marks, mark{Class: class, X: delayedX, Y: laneY(dl), Label: "ℓ1 " + b.Delayed.Op + " " + lbl, Source: s,
+		Title: title, Href: laneHref(d, delayedG, gByID), LabelAbove: true})
 	if pl >= 0 {
 		lbl, s := loc(*b.Partner)
 		d.Marks = append(d.Marks, mark{Class: "partner", X: x0 + scale*2/5, Y: laneY(pl), Label: "ℓ2 " + b.Partner.Op + " " + lbl, Source: s,
@@ -208,8 +209,12 @@ func bugView(n int, b *report.Bug, src func(string, int) string) bugData {
 	lbl, s = loc(b.Failing)
 	d.Marks = append(d.Marks, mark{Class: "failing", X: failX - 30, Y: laneY(fl), Label: "failing " + b.Failing.Op + " " + lbl, Source: s,
 		Title: "the access that panicked", Href: laneHref(d, failG, gByID)})
-	d.Marks = append(d.Marks, mark{Class: "crash", X: failX, Y: laneY(fl), Label: "panic", Source: b.Panic,
+	d.Marks = append(d.Marks, mark{Class: "crash", X: failX, Y: laneY(fl), Label: "panic: " + b.Panic,
 		Title: "the crash", Href: laneHref(d, failG, gByID), LabelAbove: true})
+	for i := range d.Marks {
+		d.Marks[i].Label = clip(d.Marks[i].Label)
+		d.Marks[i].Source = clip(d.Marks[i].Source)
+	}
 
 	switch b.Kind {
 	case plans.UseBeforeInit:
@@ -238,6 +243,15 @@ func laneHref(d bugData, g int64, gs map[int64]report.Goroutine) string {
 		return fmt.Sprintf("#%s-g%d", d.ID, g)
 	}
 	return ""
+}
+
+// clip shortens s to maxLbl characters.
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) <= maxLbl {
+		return s
+	}
+	return string(r[:maxLbl-1]) + "…"
 }
 
 // short keeps the last two elements of a path.
@@ -289,8 +303,11 @@ svg text { font: 12px monospace; }
 svg .lane-label { font: 12px system-ui, sans-serif; fill: #333; }
 svg .src { fill: #555; }
 svg .delay { fill: #ffd54f; stroke: #c79a00; }
-svg .delayed { fill: #1565c0; } svg .partner { fill: #2e7d32; } svg .failing { fill: #6a1b9a; }
-svg .crash { stroke: #b00020; stroke-width: 3; }
+svg circle.delayed { fill: #1565c0; } svg circle.partner { fill: #2e7d32; } svg circle.failing { fill: #6a1b9a; }
+svg circle.pending { fill: #fff; stroke: #1565c0; stroke-width: 2; stroke-dasharray: 3 2; }
+svg .mark.delayed text { fill: #1565c0; } svg .mark.partner text { fill: #2e7d32; } svg .mark.failing text { fill: #6a1b9a; }
+svg .mark.crash text { fill: #b00020; font-weight: bold; } svg .mark text.src { fill: #555; font-weight: normal; }
+svg line.crash { stroke: #b00020; stroke-width: 3; }
 svg .axis { stroke: #999; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
 dt { font-weight: 600; }
@@ -311,18 +328,18 @@ dt { font-weight: 600; }
 <svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img">
 <title>timeline of {{.Kind}} in {{.Test}}</title>
 {{range .Lanes}}<g class="goroutine">
-<line class="axis" x1="160" y1="{{.Center}}" x2="880" y2="{{.Center}}"/>
+<line class="axis" x1="180" y1="{{.Center}}" x2="980" y2="{{.Center}}"/>
 {{if .Href}}<a href="{{.Href}}"><text class="lane-label" x="8" y="{{add .Center 4}}">{{.Label}}</text></a>{{else}}<text class="lane-label" x="8" y="{{add .Center 4}}">{{.Label}}</text>{{end}}
 </g>
 {{end}}<rect class="delay" x="{{.DelayRect.X}}" y="{{.DelayRect.Y}}" width="{{.DelayRect.W}}" height="{{.DelayRect.H}}"><title>injected delay: {{.Delay}}</title></rect>
-<text x="{{.DelayRect.X}}" y="{{add .DelayRect.Y 34}}">delay ({{.Delay}})</text>
+<text x="{{.DelayRect.X}}" y="{{add .DelayRect.Y 36}}">injected delay ({{.Delay}})</text>
 {{range .Marks}}<g class="mark {{.Class}}">
 <title>{{.Title}}</title>
 {{if .Href}}<a href="{{.Href}}">{{end}}{{if eq .Class "crash"}}<line class="crash" x1="{{add .X -9}}" y1="{{add .Y -9}}" x2="{{add .X 9}}" y2="{{add .Y 9}}"/><line class="crash" x1="{{add .X -9}}" y1="{{add .Y 9}}" x2="{{add .X 9}}" y2="{{add .Y -9}}"/>{{else}}<circle class="{{.Class}}" cx="{{.X}}" cy="{{.Y}}" r="7"/>{{end}}{{if .Href}}</a>{{end}}
 {{if .LabelAbove}}<text x="{{add .X -60}}" y="{{add .Y -22}}">{{.Label}}</text>{{if .Source}}<text class="src" x="{{add .X -60}}" y="{{add .Y -10}}">{{.Source}}</text>{{end}}{{else}}<text x="{{add .X -60}}" y="{{add .Y 22}}">{{.Label}}</text>{{if .Source}}<text class="src" x="{{add .X -60}}" y="{{add .Y 34}}">{{.Source}}</text>{{end}}{{end}}
 </g>
-{{end}}<line class="axis" x1="160" y1="{{.AxisY}}" x2="880" y2="{{.AxisY}}"/>
-<text x="840" y="{{add .AxisY 16}}">time →</text>
+{{end}}<line class="axis" x1="180" y1="{{.AxisY}}" x2="980" y2="{{.AxisY}}"/>
+<text x="930" y="{{add .AxisY 16}}">time →</text>
 </svg>
 <h3>Stacks</h3>
 {{range .Stacks}}<div class="stack" id="{{.ID}}"><strong>{{.Head}}</strong>

@@ -352,6 +352,11 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 // moduleDeps lists the packages of the main module that the test binaries
 // of the packages matched by patterns link but the patterns do not match.
 func (b *builder) moduleDeps(ctx context.Context, patterns, flags []string) ([]string, error) {
+	for _, p := range patterns {
+		if p == "./..." && b.dir == b.modRoot {
+			return nil, nil // every package of the module is matched already
+		}
+	}
 	args := append([]string{"list", "-e", "-deps", "-test",
 		"-f", "{{if .DepOnly}}{{if not .ForTest}}{{with .Module}}{{if .Main}}{{$.ImportPath}}{{end}}{{end}}{{end}}{{end}}"}, flags...)
 	args = append(args, "--")

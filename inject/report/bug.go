@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/memorder/wafl/instrument/sites"
@@ -22,10 +23,14 @@ type Report struct {
 
 // Bug is one MEMORDER bug as reported to a person or a tool.
 type Bug struct {
-	Kind    plans.Kind `json:"kind"`
-	Panic   string     `json:"panic"` // the Go panic message
-	Package string     `json:"package"`
-	Test    string     `json:"test"`
+	Kind  plans.Kind `json:"kind"`
+	Panic string     `json:"panic"` // the Go panic message
+	// PanicKind classifies Panic ("nil-deref", "send-closed",
+	// "waitgroup-negative", …); the WaitGroup kinds have SARIF rules of
+	// their own.
+	PanicKind PanicKind `json:"panic_kind,omitempty"`
+	Package   string    `json:"package"`
+	Test      string    `json:"test"`
 	// Delayed is ℓ1, where the delay was injected; Failing the site the
 	// panicking goroutine was at.
 	Delayed Location `json:"delayed"`
@@ -63,6 +68,11 @@ type Location struct {
 	Func string `json:"func,omitempty"` // enclosing function
 	// Frame is the stack frame's function, for the failing site.
 	Frame string `json:"frame,omitempty"`
+	// CrashFile and CrashLine are, for the failing site, the line that
+	// panicked when it is not the site's own: the dereference of a value
+	// loaded at the site (a "load" site).
+	CrashFile string `json:"crash_file,omitempty"`
+	CrashLine int    `json:"crash_line,omitempty"`
 }
 
 // DelayInfo describes the delay that exposed the bug.
@@ -80,6 +90,13 @@ type Reproduce struct {
 	Wafl    string   `json:"wafl"`    // wafl command line
 	Command []string `json:"command"` // the test binary and its arguments
 	Env     []string `json:"env"`     // environment for Command
+	// Plan is the bug's own copy of the plan the run read, Sites the site
+	// table entries that plan mentions and BinaryHash the test binary it
+	// ran ("sha256:<hex>"): what 'wafl reproduce' needs, kept under the
+	// reports directory where later runs do not overwrite it.
+	Plan       string `json:"plan,omitempty"`
+	Sites      string `json:"sites,omitempty"`
+	BinaryHash string `json:"binary_hash,omitempty"`
 }
 
 // Shell returns Env and Command as one shell command line.
@@ -119,6 +136,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	b := &Bug{
 		Kind:               a.Kind,
 		Panic:              c.Panic,
+		PanicKind:          c.Kind,
 		Package:            in.Package,
 		Test:               in.Test,
 		Delayed:            siteLocation(in.Sites, a.Delay.Site),
@@ -127,8 +145,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		Run:                in.Run,
 		Runs:               len(in.Plan.Runs) + 1,
 		Seed:               in.Seed,
-		Goroutines:         c.Goroutines,
-		Stacks:             c.Text,
+		Goroutines:         userGoroutines(c.Goroutines),
+		Stacks:             userStacks(c.Text),
 		Delay: DelayInfo{
 			Ns: a.Delay.Ns, ActualNs: a.Delay.Actual, Goroutine: a.Delay.G,
 			Object: a.Delay.Obj, Instance: a.Delay.N, InProgress: !a.Delay.Ended,
@@ -137,6 +155,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	b.Failing.Frame = a.Frame.Func
 	if b.Failing.File == "" {
 		b.Failing.File, b.Failing.Line = a.Frame.File, a.Frame.Line
+	} else if a.Frame.Line != 0 && (a.Frame.Line != b.Failing.Line || !sameFile(a.Frame.File, b.Failing.File)) {
+		b.Failing.CrashFile, b.Failing.CrashLine = a.Frame.File, a.Frame.Line
 	}
 	if a.Kind == plans.UseAfterDispose || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
@@ -149,6 +169,15 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 			shellQuote("^"+in.Test+"$"), in.Seed, in.Package)
 	}
 	return b
+}
+
+// sameFile reports whether the frame's file (possibly relative, from a
+// -trimpath build) is the site's file.
+func sameFile(frame, site string) bool {
+	if filepath.IsAbs(frame) {
+		return filepath.Clean(frame) == filepath.Clean(site)
+	}
+	return strings.HasSuffix(filepath.ToSlash(site), "/"+filepath.ToSlash(frame))
 }
 
 // WriteJSON writes bugs as a report file body.
@@ -239,6 +268,9 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		ew.printf("  delayed:   %s\n", b.Delayed)
 		ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
 		ew.printf("  failing:   %s\n", b.Failing)
+		if b.Failing.CrashLine != 0 {
+			ew.printf("             crashed at %s:%d, dereferencing the value loaded there\n", b.Failing.CrashFile, b.Failing.CrashLine)
+		}
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {
 			if b.Kind == plans.UseAfterDispose {

@@ -29,6 +29,8 @@
 #   LABEL        a word for the report's title line (e.g. before, after)
 #   KEEP=1       keep the scratch directory
 #   HYPERFINE=1  also run hyperfine (if installed)
+#   TIMES=DIR    keep the raw measurements (times, ntests) in DIR; with
+#   FROM=DIR     only write the report from the measurements kept in DIR
 # Exit status: 0 when every measurement ran (a failing test run is noted in
 # the report, not fatal), 2 on a setup error.
 set -euo pipefail
@@ -79,14 +81,14 @@ fetch() {
 }
 
 # measure NAME DIR ROUND CMD...: one timed run; appends "module kind round
-# wall cpu rss status" to $work/times.
+# wall cpu rss status" to $data/times.
 measure() {
 	local mod=$1 kind=$2 dir=$3 round=$4
 	shift 4
 	local tf=$work/time.$$ st=0
 	(cd "$dir" && /usr/bin/time -o "$tf" -f '%e %U %S %M' "$@" >"$work/log.$kind" 2>&1) || st=$?
 	read -r wall user sys rss <"$tf"
-	echo "$mod $kind $round $wall $(echo "$user + $sys" | bc) $rss $st" >>"$work/times"
+	echo "$mod $kind $round $wall $(echo "$user + $sys" | bc) $rss $st" >>"$data/times"
 	printf '  %-8s round %s: %6.2f s wall %6.2f s CPU (exit %s)\n' "$kind" "$round" "$wall" "$(echo "$user + $sys" | bc)" "$st" >&2
 }
 
@@ -103,15 +105,27 @@ cmdline() {
 	esac
 }
 
-: >"$work/times"
+data=${FROM:-${TIMES:-$work}}
+mkdir -p "$data"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date -u '+%Y-%m-%d %H:%M UTC')
+if [[ -n ${FROM:-} ]]; then
+	[[ -f $FROM/times ]] || die "FROM=$FROM has no times file"
+	modules=()
+	start="$(cat "$FROM/start" 2>/dev/null || echo "$start")"
+	load0="$(cat "$FROM/load0" 2>/dev/null || echo "$load0")"
+else
+	: >"$data/times"
+	: >"$data/ntests"
+	echo "$start" >"$data/start"
+	echo "$load0" >"$data/load0"
+fi
 i=0
 for mv in "${modules[@]}"; do
 	i=$((i + 1))
 	dir=$(fetch "$mv" "$i")
 	ntests=$(cd "$dir" && go test -list . ./... 2>/dev/null | grep -c '^Test' || true)
-	echo "$mv $ntests" >>"$work/ntests"
+	echo "$mv $ntests" >>"$data/ntests"
 	echo "$mv: warm-up" >&2
 	for k in "${kinds[@]}"; do
 		# shellcheck disable=SC2046
@@ -149,7 +163,7 @@ report() {
 	echo "to plain \`go test -count=1 ./...\` of the same module. \`detect\` runs with"
 	echo "\`--runs 1 --seed 1\` on the plans the \`prepare\` of the same round wrote."
 	echo
-	python3 - "$work/times" "$work/ntests" <<'EOF'
+	python3 - "$data/times" "$data/ntests" <<'EOF'
 import sys, statistics
 times, ntests = sys.argv[1], sys.argv[2]
 rows = {}
@@ -190,7 +204,7 @@ for mod in order:
     med = lambda k, i: statistics.median(x[i] for x in m[k])
     rw, rc = med("gotest", 0), med("gotest", 1)
     for p, d, tag in (("prepare0", "detect0", " (base)"), ("prepare", "detect", "")):
-        if p not in m:
+        if not all(k in m for k in (p, d, "race")):
             continue
         print("| %s%s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (mod, tag,
               med(p, 0) / rw, med(p, 1) / rc, med(d, 0) / rw, med(d, 1) / rc,

@@ -222,9 +222,23 @@ EOF
 	echo "1 when a test failed. Command: \`ROUNDS=$ROUNDS scripts/overhead.sh $args\`."
 }
 
+# The report replaces $OUT up to the marker line; what follows the marker
+# (notes written by hand) is kept.
+marker='<!-- end of the part written by scripts/overhead.sh -->'
 if [[ $OUT == - ]]; then
 	report
 else
-	report >"$OUT"
+	notes=$work/notes
+	: >"$notes"
+	if [[ -f $OUT ]] && grep -qF -- "$marker" "$OUT"; then
+		sed -n "/^${marker//\//\\/}\$/,\$p" "$OUT" | tail -n +2 >"$notes"
+	fi
+	{
+		report
+		echo
+		echo "$marker"
+		cat "$notes"
+	} >"$OUT.tmp"
+	mv "$OUT.tmp" "$OUT"
 	echo "overhead.sh: wrote $OUT" >&2
 fi

@@ -36,6 +36,8 @@ type collector struct {
 	funcs  []string       // enclosing function names, innermost last
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
+	file   *ast.File
+	chk    *checkState // check sites (checks.go), made on first use
 }
 
 // collect returns the edits for file. Function bodies are walked in source
@@ -46,6 +48,7 @@ func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, 
 		fset: fset, info: info, shared: shared, alloc: alloc,
 		litSeq: map[string]int{},
 		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}},
+		file:   file,
 	}
 	for _, d := range file.Decls {
 		switch d := d.(type) {
@@ -142,6 +145,10 @@ func (c *collector) visit(n, parent ast.Node) {
 		c.ed.add(n.Chan, action{kind: actSend, site: id})
 	case *ast.GoStmt:
 		c.goStmt(n)
+	case *ast.SelectStmt:
+		c.checkSelect(n)
+	case *ast.IfStmt:
+		c.checkIf(n, c.file)
 	case *ast.Ident:
 		c.osExit(n, parent)
 	}

@@ -68,14 +68,17 @@ func Sending(site uint32, ch unsafe.Pointer) {
 
 //go:noinline
 func notePanic(site uint32, obj unsafe.Pointer, kind string) {
-	e := eng
-	if e == nil || e.log == nil {
-		return
+	if e := eng; e != nil {
+		e.logPanic(site, lcc.Goid(), uintptr(obj), kind)
 	}
+}
+
+// logPanic logs that goroutine g is about to panic at site.
+func (e *engine) logPanic(site uint32, g uint64, obj uintptr, kind string) {
 	e.panics.Add(1)
-	if e.log.panics.Add(1) > abi.MaxPanicRecords {
+	if e.log == nil || e.log.panics.Add(1) > abi.MaxPanicRecords {
 		return
 	}
-	e.log.write(newRec(abi.EvPanic, e.clk.now()).uint("site", uint64(site)).uint("g", lcc.Goid()).
-		uint("obj", uint64(uintptr(obj))).str("kind", kind))
+	e.log.write(newRec(abi.EvPanic, e.clk.now()).uint("site", uint64(site)).uint("g", g).
+		uint("obj", uint64(obj)).str("kind", kind))
 }

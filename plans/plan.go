@@ -65,7 +65,17 @@ type Kind string
 const (
 	UseBeforeInit   Kind = "use-before-init"   // pair (init ℓ1 → use ℓ2)
 	UseAfterDispose Kind = "use-after-dispose" // pair (use ℓ1 → dispose ℓ2)
+	// CheckThenAct is wafl's extension of the thesis (docs/algorithm.md):
+	// pair (check ℓ1 → check ℓ2) of two goroutines that check whether an
+	// object was disposed and dispose it when not; the delay after ℓ1 lets
+	// both checks pass, and both dispose.
+	CheckThenAct Kind = "check-then-act"
 )
+
+// Known reports whether k is one of the pair kinds above.
+func (k Kind) Known() bool {
+	return k == UseBeforeInit || k == UseAfterDispose || k == CheckThenAct
+}
 
 // Location is one delay location ℓ1 of S with its per-location state.
 type Location struct {

@@ -101,6 +101,8 @@ var sarifRules = []struct {
 		"An order violation between goroutines: a slot (field, variable, map, channel, func) is dereferenced before the goroutine that initializes it has stored it. wafl exposed it by delaying the initialization; the program panicked."},
 	{plans.UseAfterDispose, "UseAfterDispose", "A goroutine uses a value after another goroutine disposed of it.",
 		"An order violation between goroutines: a slot is dereferenced after another goroutine set it to nil or closed its channel. wafl exposed it by delaying the use; the program panicked."},
+	{plans.CheckThenAct, "CheckThenAct", "Two goroutines check that a value is not disposed, then both dispose of it.",
+		"A check-then-act race: a goroutine checks whether a channel is closed (or a closed flag is set) and closes or disposes it when not, and another goroutine can check in between. wafl exposed it by delaying the first goroutine right after its check; both acted and the program panicked (close of closed channel, use of a disposed value)."},
 }
 
 // WriteSARIF writes bugs as a SARIF 2.1.0 log with one run, one rule per
@@ -153,6 +155,9 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 		if b.Partner != nil {
 			id++
 			what := "disposed here: "
+			if b.Kind == plans.CheckThenAct {
+				what = "checked here by the other goroutine: "
+			}
 			if b.Kind == plans.UseBeforeInit {
 				what = "used here during the delay: "
 			}

@@ -123,6 +123,12 @@ func Outcome(in RunInput) (*RunResult, error) {
 	case c != nil && c.Kind == Timeout:
 		res.Status = TimedOut
 		res.Reason = c.Panic
+	case recovered != nil:
+		res.Status = BugFound
+		res.Attr = recovered
+		res.Crash = c
+		res.Bug = newBug(in, recovered, c)
+		res.Bug.Recovered = true
 	case c != nil:
 		a, why := Attribute(in.Plan, in.Sites, lg, c)
 		if a != nil {
@@ -139,12 +145,6 @@ func Outcome(in RunInput) (*RunResult, error) {
 			res.Status = Fail
 			res.Reason = fmt.Sprintf("panic: %s: not a MEMORDER bug: %s", c.Panic, why)
 		}
-	case recovered != nil:
-		res.Status = BugFound
-		res.Attr = recovered
-		res.Crash = c
-		res.Bug = newBug(in, recovered, c)
-		res.Bug.Recovered = true
 	case in.ExitCode != 0:
 		res.Status = Fail
 		res.Reason = fmt.Sprintf("exit status %d%s", in.ExitCode, failedTests(in.Stderr))

@@ -31,37 +31,37 @@ func checkEvent(m uint32, site uint32, obj unsafe.Pointer) {
 // Close is called before close(ch): Dispose's event, and in detection
 // runs, after the event's delay, a note when the close will panic (a
 // recovered panic is still seen; inject.Closing).
-func Close(site uint32, ch unsafe.Pointer) {
+func Close(site uint32, obj unsafe.Pointer) {
 	if m := mode.Load(); m != 0 {
-		closeEvent(m, site, ch)
+		closeEvent(m, site, obj)
 	}
 }
 
 //go:noinline
-func closeEvent(m uint32, site uint32, ch unsafe.Pointer) {
+func closeEvent(m uint32, site uint32, obj unsafe.Pointer) {
 	if m == uint32(ModeDetect) {
-		inject.At(site, ch)
-		inject.Closing(site, ch)
+		inject.At(site, obj)
+		inject.Closing(site, obj)
 		return
 	}
-	record.Add(site, ch, abi.OpDispose)
+	record.Add(site, obj, abi.OpDispose)
 }
 
 // Send is called before a send on ch: Use's event, and in detection runs,
 // after the event's delay, a note when the send will panic
 // (inject.Sending).
-func Send(site uint32, ch unsafe.Pointer) {
+func Send(site uint32, obj unsafe.Pointer) {
 	if m := mode.Load(); m != 0 {
-		sendEvent(m, site, ch)
+		sendEvent(m, site, obj)
 	}
 }
 
 //go:noinline
-func sendEvent(m uint32, site uint32, ch unsafe.Pointer) {
+func sendEvent(m uint32, site uint32, obj unsafe.Pointer) {
 	if m == uint32(ModeDetect) {
-		inject.At(site, ch)
-		inject.Sending(site, ch)
+		inject.At(site, obj)
+		inject.Sending(site, obj)
 		return
 	}
-	record.Add(site, ch, abi.OpUse)
+	record.Add(site, obj, abi.OpUse)
 }

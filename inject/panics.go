@@ -39,30 +39,32 @@ func probeClosedOffset() uintptr {
 
 func chanPtr[T any](ch chan T) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&ch)) }
 
-// chanClosed reports whether the channel ch (its runtime header) is
+// chanClosed reports whether the channel obj (its runtime header) is
 // closed; false when the layout is unknown.
-func chanClosed(ch unsafe.Pointer) bool {
-	return closedOff != 0 && atomic.LoadUint32((*uint32)(unsafe.Add(ch, closedOff))) != 0
+func chanClosed(obj unsafe.Pointer) bool {
+	return closedOff != 0 && atomic.LoadUint32((*uint32)(unsafe.Add(obj, closedOff))) != 0
 }
 
-// Closing is called in detection runs right before close(ch) at site,
+// Closing is called in detection runs right before close(ch) at site (obj
+// is the channel),
 // after the site's event: it logs an abi.EvPanic record when the close
 // will panic.
-func Closing(site uint32, ch unsafe.Pointer) {
+func Closing(site uint32, obj unsafe.Pointer) {
 	switch {
-	case ch == nil:
-		notePanic(site, ch, abi.PanicCloseNil)
-	case chanClosed(ch):
-		notePanic(site, ch, abi.PanicCloseClosed)
+	case obj == nil:
+		notePanic(site, obj, abi.PanicCloseNil)
+	case chanClosed(obj):
+		notePanic(site, obj, abi.PanicCloseClosed)
 	}
 }
 
-// Sending is called in detection runs right before a send on ch at site,
+// Sending is called in detection runs right before a send on the channel
+// obj at site,
 // after the site's event: it logs an abi.EvPanic record when the send
 // will panic.
-func Sending(site uint32, ch unsafe.Pointer) {
-	if ch != nil && chanClosed(ch) {
-		notePanic(site, ch, abi.PanicSendClosed)
+func Sending(site uint32, obj unsafe.Pointer) {
+	if obj != nil && chanClosed(obj) {
+		notePanic(site, obj, abi.PanicSendClosed)
 	}
 }
 

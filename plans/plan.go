@@ -57,7 +57,17 @@ type Provenance struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Merged lists the traces of the other plans Merge folded into this one.
 	Merged []string `json:"merged,omitempty"`
+	// Learned counts the recording runs detect made because the plan had
+	// no candidates at all (its preparation run was unlucky: the racing
+	// goroutine ran late, after the test), at most MaxLearn;
+	// LearnedCandidates is how many candidate pairs they added.
+	Learned           int `json:"learned,omitempty"`
+	LearnedCandidates int `json:"learned_candidates,omitempty"`
 }
+
+// MaxLearn bounds the recording runs detect makes for a plan without
+// candidates (Provenance.Learned).
+const MaxLearn = 3
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string

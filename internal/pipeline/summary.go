@@ -40,9 +40,12 @@ type Summary struct {
 	WithCandidates int // tests whose plan has delay candidates
 	Runs           int // detection runs
 	Delays         int // delays injected
-	Bugs           []*report.Bug
-	Problems       []Problem
-	Phases         []Phase
+	// Learned are the candidate pairs that recording runs of detect added
+	// to plans without candidates (learn.go), in LearnRuns runs.
+	Learned, LearnRuns int
+	Bugs               []*report.Bug
+	Problems           []Problem
+	Phases             []Phase
 }
 
 // Phase is the wall time of one phase.
@@ -89,6 +92,9 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 	fmt.Fprintf(w, "tests:    %d run, %d prepared, %d with delay candidates\n", s.Tests, s.Prepared, s.WithCandidates)
 	if detect {
 		fmt.Fprintf(w, "detect:   %d runs, %d delays injected, %d bugs found\n", s.Runs, s.Delays, len(s.Bugs))
+		if s.LearnRuns > 0 {
+			fmt.Fprintf(w, "learned:  %d candidate pairs from %d recording runs of plans without candidates\n", s.Learned, s.LearnRuns)
+		}
 	}
 	if len(s.Problems) > 0 {
 		probs := append([]Problem(nil), s.Problems...)

@@ -33,6 +33,15 @@ func TestBugCheckThenCloseChannel(t *testing.T) {
 	if st.Checks != 2 {
 		t.Errorf("Checks = %d, want 2", st.Checks)
 	}
+	// The exact passes over the row spill see the check rows too.
+	ps, _ := analyzeRows(t, []row{
+		checkAt(1*ms, 1, 1, 4, ch),
+		disposeAt(1*ms+1000, 1, 1, 5, ch),
+		checkAt(9*ms, 2, 1, 4, ch),
+	}, Options{RowSpill: true, TempDir: t.TempDir()})
+	if l := ps.Location(4); l == nil || !slices.Equal(l.Interference, []uint32{4}) || l.DelayNs != 10*ms {
+		t.Errorf("row spill: location %+v", l)
+	}
 }
 
 // The flag form: the check object is the flag, the dispose another object.

@@ -118,6 +118,7 @@ type engine struct {
 	skipCapR atomic.Int64
 	hbPrunes atomic.Int64
 	reorders atomic.Int64
+	panics   atomic.Int64 // operations about to panic (panics.go)
 	stopped  atomic.Bool
 
 	mu   sync.Mutex

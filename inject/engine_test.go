@@ -644,6 +644,7 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logSkip(l, 7, 2, abi.SkipInterference, 3)
 	e.logHB(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 15, 25)
 	e.logReorder(inflight{id: 1, site: 1, g: 7}, 2, 8, 0x1000, 30)
+	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
 	e.logFinish(0)
 	seen := map[string]bool{}
 	for _, r := range e.records(t) {

@@ -18,6 +18,7 @@ type logWriter struct {
 	skips    atomic.Int64 // interference and cap skip lines written
 	probSkip atomic.Int64 // probability skip lines written
 	reorders atomic.Int64 // reorder lines written
+	panics   atomic.Int64 // panic lines written
 }
 
 func openLog(path string) (*logWriter, error) {

@@ -57,7 +57,17 @@ type Provenance struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Merged lists the traces of the other plans Merge folded into this one.
 	Merged []string `json:"merged,omitempty"`
+	// Learned counts the recording runs detect made because the plan had
+	// no candidates at all (its preparation run was unlucky: the racing
+	// goroutine ran late, after the test), at most MaxLearn;
+	// LearnedCandidates is how many candidate pairs they added.
+	Learned           int `json:"learned,omitempty"`
+	LearnedCandidates int `json:"learned_candidates,omitempty"`
 }
+
+// MaxLearn bounds the recording runs detect makes for a plan without
+// candidates (Provenance.Learned).
+const MaxLearn = 3
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string
@@ -65,7 +75,17 @@ type Kind string
 const (
 	UseBeforeInit   Kind = "use-before-init"   // pair (init ℓ1 → use ℓ2)
 	UseAfterDispose Kind = "use-after-dispose" // pair (use ℓ1 → dispose ℓ2)
+	// CheckThenAct is wafl's extension of the thesis (docs/algorithm.md):
+	// pair (check ℓ1 → check ℓ2) of two goroutines that check whether an
+	// object was disposed and dispose it when not; the delay after ℓ1 lets
+	// both checks pass, and both dispose.
+	CheckThenAct Kind = "check-then-act"
 )
+
+// Known reports whether k is one of the pair kinds above.
+func (k Kind) Known() bool {
+	return k == UseBeforeInit || k == UseAfterDispose || k == CheckThenAct
+}
 
 // Location is one delay location ℓ1 of S with its per-location state.
 type Location struct {

@@ -158,6 +158,9 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 		if a := attributeAt(p, lg, c, g.ID, f, ids); a != nil {
 			return a, ""
 		}
+		if a := attributeCheckAct(p, tab, lg, c, g.ID, f, ids); a != nil {
+			return a, ""
+		}
 	}
 	if a := attributeReorder(p, tab, lg, c, g, ix); a != nil {
 		return a, ""

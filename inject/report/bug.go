@@ -41,6 +41,9 @@ type Bug struct {
 	Partner *Location `json:"partner,omitempty"`
 	// Reordered is set for a use-before-init whose panic came after ℓ2, in
 	// the goroutine that ran ℓ2 during the delay.
+	// Recovered is set when user code recovered the panic (the test
+	// failed without a crash); the runtime logged it before it happened.
+	Recovered bool      `json:"recovered,omitempty"`
 	Reordered bool      `json:"reordered,omitempty"`
 	Delay     DelayInfo `json:"delay"`
 	// PanickingGoroutine is the goroutine that panicked.
@@ -158,7 +161,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	} else if a.Frame.Line != 0 && (a.Frame.Line != b.Failing.Line || !sameFile(a.Frame.File, b.Failing.File)) {
 		b.Failing.CrashFile, b.Failing.CrashLine = a.Frame.File, a.Frame.Line
 	}
-	if a.Kind == plans.UseAfterDispose || a.Reordered {
+	if a.Kind == plans.UseAfterDispose || a.Kind == plans.CheckThenAct || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
 		b.Partner = &p
 	}
@@ -210,7 +213,7 @@ func ReadJSON(path string) (*Report, error) {
 		if b == nil {
 			return nil, fmt.Errorf("bug report %s: bug %d is null", path, i)
 		}
-		if b.Kind != plans.UseBeforeInit && b.Kind != plans.UseAfterDispose {
+		if !b.Kind.Known() {
 			return nil, fmt.Errorf("bug report %s: bug %d: unknown kind %q", path, i, b.Kind)
 		}
 	}
@@ -260,7 +263,11 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 			ew.printf("\n")
 		}
 		ew.printf("%s in %s %s (run %d, seed %d)\n", strings.ToUpper(string(b.Kind)), b.Package, b.Test, b.Run, b.Seed)
-		ew.printf("  panic:     %s\n", b.Panic)
+		if b.Recovered {
+			ew.printf("  panic:     %s (recovered by user code; the test failed)\n", b.Panic)
+		} else {
+			ew.printf("  panic:     %s\n", b.Panic)
+		}
 		state := "ended"
 		if b.Delay.InProgress {
 			state = "in progress at the crash"
@@ -273,9 +280,13 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		}
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {
-			if b.Kind == plans.UseAfterDispose {
+			switch b.Kind {
+			case plans.UseAfterDispose:
 				ew.printf("  disposed:  %s\n", *b.Partner)
-			} else {
+			case plans.CheckThenAct:
+				ew.printf("  checked:   %s\n", *b.Partner)
+				ew.printf("             by another goroutine during the delay after the check\n")
+			default:
 				ew.printf("  used:      %s\n", *b.Partner)
 				ew.printf("             during the delay, by goroutine %d\n", b.PanickingGoroutine)
 			}

@@ -26,7 +26,11 @@ type Log struct {
 	// progress in another goroutine (at most abi.MaxReorderRecords per run).
 	Reorders []Reorder
 	Locs     []LocEnd // per-location state at Finish
-	Finish   *Finish  // nil when the process died before Finish
+	// Panics are instrumented operations that were about to panic with a
+	// MEMORDER panic (at most abi.MaxPanicRecords per run): seen even when
+	// user code recovered the panic.
+	Panics []Panic
+	Finish *Finish // nil when the process died before Finish
 	// Missing is set when the log file did not exist (the binary failed
 	// before setting up the run). Truncated is set when the last line was
 	// cut short (the process died while writing it); BadLines counts
@@ -100,6 +104,16 @@ type Reorder struct {
 	G      uint64 `json:"g"`
 	DelayG uint64 `json:"delay_g"`
 	Obj    uint64 `json:"obj"`
+}
+
+// Panic is an instrumented operation at Site in goroutine G that was
+// about to panic (Kind: abi.Panic*) on object Obj.
+type Panic struct {
+	T    int64  `json:"t"`
+	Site uint32 `json:"site"`
+	G    uint64 `json:"g"`
+	Obj  uint64 `json:"obj"`
+	Kind string `json:"kind"`
 }
 
 // LocEnd is a location's state at Finish.
@@ -227,6 +241,12 @@ func (lg *Log) add(line []byte) error {
 			return err
 		}
 		lg.Reorders = append(lg.Reorders, r)
+	case abi.EvPanic:
+		var p Panic
+		if err := json.Unmarshal(line, &p); err != nil {
+			return err
+		}
+		lg.Panics = append(lg.Panics, p)
 	case abi.EvLoc:
 		var l LocEnd
 		if err := json.Unmarshal(line, &l); err != nil {

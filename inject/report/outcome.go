@@ -105,6 +105,13 @@ func Outcome(in RunInput) (*RunResult, error) {
 		c = ParseCrash(in.Stderr)
 	}
 	res.Crash = c
+	// A run that failed without a crash may have recovered a MEMORDER
+	// panic the runtime saw coming (checkact.go).
+	var recovered *Attribution
+	var recoveredWhy string
+	if c == nil && in.ExitCode != 0 && in.ExitCode != abi.ExitSetup && !in.Killed && len(lg.Panics) > 0 {
+		recovered, c, recoveredWhy = attributeRecovered(in.Plan, in.Sites, lg)
+	}
 
 	switch {
 	case in.ExitCode == abi.ExitSetup && bytes.Contains(in.Stderr, []byte("wafl: detect:")):
@@ -116,6 +123,12 @@ func Outcome(in RunInput) (*RunResult, error) {
 	case c != nil && c.Kind == Timeout:
 		res.Status = TimedOut
 		res.Reason = c.Panic
+	case recovered != nil:
+		res.Status = BugFound
+		res.Attr = recovered
+		res.Crash = c
+		res.Bug = newBug(in, recovered, c)
+		res.Bug.Recovered = true
 	case c != nil:
 		a, why := Attribute(in.Plan, in.Sites, lg, c)
 		if a != nil {
@@ -135,6 +148,9 @@ func Outcome(in RunInput) (*RunResult, error) {
 	case in.ExitCode != 0:
 		res.Status = Fail
 		res.Reason = fmt.Sprintf("exit status %d%s", in.ExitCode, failedTests(in.Stderr))
+		if recoveredWhy != "" {
+			res.Reason += fmt.Sprintf("; %d recovered MEMORDER panic(s), not attributed: %s", len(lg.Panics), recoveredWhy)
+		}
 	default:
 		res.Status = Pass
 	}

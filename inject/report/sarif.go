@@ -105,6 +105,8 @@ var sarifRules = []struct {
 		"An order violation on a sync.WaitGroup: a goroutine called Done (or Add with a negative delta) before another goroutine's matching Add, and the counter went negative (\"sync: negative WaitGroup counter\"). wafl exposed it by delaying the Add."},
 	{plans.Kind(WGReuse), "WaitGroupReuse", "A WaitGroup was reused before the previous Wait returned.",
 		"An order violation on a sync.WaitGroup: Add for a new round ran while a Wait of the previous round had not returned (\"sync: WaitGroup is reused before previous Wait has returned\", or Add called concurrently with Wait)."},
+	{plans.CheckThenAct, "CheckThenAct", "Two goroutines check that a value is not disposed, then both dispose of it.",
+		"A check-then-act race: a goroutine checks whether a channel is closed (or a closed flag is set) and closes or disposes it when not, and another goroutine can check in between. wafl exposed it by delaying the first goroutine right after its check; both acted and the program panicked (close of closed channel, use of a disposed value)."},
 }
 
 // WriteSARIF writes bugs as a SARIF 2.1.0 log with one run, one rule per
@@ -161,6 +163,9 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 		if b.Partner != nil {
 			id++
 			what := "disposed here: "
+			if b.Kind == plans.CheckThenAct {
+				what = "checked here by the other goroutine: "
+			}
 			if b.Kind == plans.UseBeforeInit {
 				what = "used here during the delay: "
 			}

@@ -39,8 +39,8 @@ func main() {
 	results := flag.String("results", "", "stored results (default DIR/results.json)")
 	work := flag.String("work", filepath.Join(os.TempDir(), "wafl-fieldruns"), "work directory (kept for diagnosis: module copies, wafl work dirs, outputs)")
 	var o fieldruns.Options
-	flag.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "bound of each wafl command on one module")
-	flag.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "wafl --timeout: bound of one test run")
+	flag.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each wafl command on one module")
+	flag.DurationVar(&o.TestTimeout, "test-timeout", 90*time.Second, "wafl --timeout: bound of one test run")
 	flag.IntVar(&o.Runs, "runs", 0, "wafl detect --runs (0: wafl's default)")
 	flag.Uint64Var(&o.Seed, "seed", 1, "wafl detect --seed")
 	baseline := flag.String("baseline", "xsync,zap", "modules whose prepare is also measured against plain go test (empty: none)")

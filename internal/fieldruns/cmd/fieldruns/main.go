@@ -7,8 +7,9 @@
 // Run from the wafl repository root (`make field-runs`). Modules run one
 // after the other (the machine is shared), each wafl command bounded by
 // -timeout. A label given on the command line replaces that label's stored
-// results; labels not given keep theirs, so `make field-runs` (after only)
-// leaves the stored "before" column alone.
+// results, unless it is the same commit with the same flags (then the modules
+// run replace only their own rows); labels not given keep theirs, so
+// `make field-runs` (after only) leaves the stored "before" column alone.
 package main
 
 import (
@@ -100,8 +101,18 @@ func main() {
 	runs := map[string]*fieldruns.LabelRun{}
 	if !*baselineOnly {
 		for _, l := range labels {
+			flags := append(o.WaflFlags(), o.DetectFlags()...)
+			// The same binary (commit) with the same flags adds to its
+			// stored results (a subset rerun replaces only its modules); any
+			// other binary replaces the label's column.
+			if old := store.Labels[l.Name]; old != nil && l.Commit != "" && !strings.HasSuffix(l.Commit, "+dirty") &&
+				old.Label.Commit == l.Commit && strings.Join(old.Flags, " ") == strings.Join(flags, " ") {
+				old.Command += "; then " + cmdline
+				runs[l.Name] = old
+				continue
+			}
 			lr := &fieldruns.LabelRun{Label: l, Date: time.Now().UTC(), Machine: machine, Go: gover, Command: cmdline,
-				Flags: append(o.WaflFlags(), o.DetectFlags()...), Results: map[string]*fieldruns.Result{}}
+				Flags: flags, Results: map[string]*fieldruns.Result{}}
 			runs[l.Name] = lr
 			store.AddLabel(lr)
 		}

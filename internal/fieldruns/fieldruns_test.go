@@ -182,7 +182,7 @@ func TestMarkdown(t *testing.T) {
 	for i, name := range []string{"before", "after"} {
 		s.AddLabel(&LabelRun{Label: Label{Name: name, Commit: "c" + name}, Date: time.Unix(0, 0), Results: map[string]*Result{
 			"a": {Module: "ex.com/a", Version: "v1.0.0", Status: "ok", Built: 2, Packages: 2, TestsRun: 7,
-				Stats: Stats{Sites: 10 * (i + 1), Plans: 7, Candidates: i + 1},
+				Stats:    Stats{Sites: 10 * (i + 1), Plans: 7, Candidates: i + 1},
 				Problems: []string{"ex.com/a.TestX (detect): failed under delays (output in /tmp/w/x.log)"},
 				Bugs:     []BugRef{{Kind: "use-after-dispose", Package: "ex.com/a", Test: "TestY"}}},
 		}})

@@ -106,11 +106,16 @@ type planJSON struct {
 		Package string `json:"package"`
 		Test    string `json:"test"`
 		Events  int64  `json:"events"`
+		Sites   string `json:"sites"`
 	} `json:"provenance"`
 	Locations []struct {
-		Site   uint32            `json:"site"`
-		Pairs  []json.RawMessage `json:"pairs"`
-		Delays int               `json:"delays"`
+		Site  uint32 `json:"site"`
+		Pairs []struct {
+			Kind   string `json:"kind"`
+			First  uint32 `json:"first"`
+			Second uint32 `json:"second"`
+		} `json:"pairs"`
+		Delays int `json:"delays"`
 	} `json:"locations"`
 	Runs []struct {
 		Delays  int    `json:"delays"`
@@ -125,6 +130,7 @@ type planJSON struct {
 func CollectWork(dir string) (Stats, []BugRef, error) {
 	st := Stats{SitesByKind: map[string]int{}, RunOutcomes: map[string]int{}}
 	seen := map[siteJSON]bool{}
+	pairs := map[string]*PairSummary{}
 	err := walkFiles(filepath.Join(dir, "bin"), ".sites.json", func(path string, data []byte) error {
 		var t struct {
 			Sites []siteJSON `json:"sites"`
@@ -155,8 +161,20 @@ func CollectWork(dir string) (Stats, []BugRef, error) {
 			st.Candidates++
 		}
 		st.Locations += len(p.Locations)
+		var table []siteJSON
+		if len(p.Locations) > 0 && p.Provenance.Sites != "" {
+			table = loadSites(dir, p.Provenance.Sites)
+		}
 		for _, l := range p.Locations {
 			st.Pairs += len(l.Pairs)
+			for _, pr := range l.Pairs {
+				key := pr.Kind + ": " + describe(table, pr.First) + " → " + describe(table, pr.Second)
+				if pairs[key] == nil {
+					pairs[key] = &PairSummary{Pair: key}
+				}
+				pairs[key].Tests++
+				pairs[key].Delays += l.Delays
+			}
 		}
 		st.Events += p.Provenance.Events
 		if p.Provenance.Events > st.MaxEvents {
@@ -173,6 +191,16 @@ func CollectWork(dir string) (Stats, []BugRef, error) {
 	if err != nil {
 		return st, nil, err
 	}
+	for _, ps := range pairs {
+		st.PairList = append(st.PairList, *ps)
+	}
+	sort.Slice(st.PairList, func(i, j int) bool {
+		a, b := st.PairList[i], st.PairList[j]
+		if a.Delays != b.Delays {
+			return a.Delays > b.Delays
+		}
+		return a.Pair < b.Pair
+	})
 	var bugs []BugRef
 	err = walkFiles(filepath.Join(dir, "reports"), ".json", func(path string, data []byte) error {
 		bs, err := ParseReports(data)
@@ -188,6 +216,36 @@ func CollectWork(dir string) (Stats, []BugRef, error) {
 		return nil
 	})
 	return st, bugs, err
+}
+
+// loadSites reads the site table a plan names (by its path, or, when the
+// work directory was moved, by the same path relative to bin/).
+func loadSites(dir, path string) []siteJSON {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if i := strings.LastIndex(path, string(filepath.Separator)+"bin"+string(filepath.Separator)); i >= 0 {
+			data, err = os.ReadFile(filepath.Join(dir, path[i+1:]))
+		}
+	}
+	if err != nil {
+		return nil
+	}
+	var t struct {
+		Sites []siteJSON `json:"sites"`
+	}
+	if json.Unmarshal(data, &t) != nil {
+		return nil
+	}
+	return t.Sites
+}
+
+// describe names a site for people: "kind expr file:line".
+func describe(table []siteJSON, id uint32) string {
+	if id == 0 || int(id) > len(table) {
+		return fmt.Sprintf("site %d", id)
+	}
+	s := table[id-1]
+	return fmt.Sprintf("%s %s %s:%d", s.Kind, s.Expr, filepath.Base(s.File), s.Line)
 }
 
 // walkFiles calls fn for every file under root whose name ends in suffix, in

@@ -162,6 +162,15 @@ type Stats struct {
 	Delays        int            `json:"delays"` // delays injected, from the plans' runs
 	RunOutcomes   map[string]int `json:"run_outcomes,omitempty"`
 	Reports       int            `json:"reports"` // report files
+	// PairList are the candidate pairs of all plans, most delayed first.
+	PairList []PairSummary `json:"pair_list,omitempty"`
+}
+
+// PairSummary is one candidate pair over a module's plans.
+type PairSummary struct {
+	Pair   string `json:"pair"`   // "kind: ℓ1 → ℓ2", sites as "kind expr file:line"
+	Tests  int    `json:"tests"`  // plans that have it
+	Delays int    `json:"delays"` // delays injected at its ℓ1 in those plans
 }
 
 // Label is one wafl binary and where it came from.

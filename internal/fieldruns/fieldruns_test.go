@@ -84,7 +84,7 @@ func TestCollectWork(t *testing.T) {
 	}})
 
 	p := &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(),
-		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestA", Events: 1500},
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestA", Events: 1500, Sites: "/elsewhere/bin/ex.com/m.sites.json"},
 		Locations: []plans.Location{{Site: 1, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
 			{Kind: plans.UseBeforeInit, First: 1, Second: 2, Count: 1},
 		}}},
@@ -120,6 +120,9 @@ func TestCollectWork(t *testing.T) {
 	}
 	if st.Events != 1520 || st.MaxEvents != 1500 || st.MaxEventsTest != "ex.com/m.TestA" {
 		t.Errorf("events %d max %d %s", st.Events, st.MaxEvents, st.MaxEventsTest)
+	}
+	if len(st.PairList) != 1 || st.PairList[0].Pair != "use-before-init: store s.p a.go:3 → use s.p a.go:9" || st.PairList[0].Tests != 1 {
+		t.Errorf("pairs = %+v", st.PairList)
 	}
 	if st.Runs != 2 || st.Delays != 4 || st.RunOutcomes["fail"] != 1 {
 		t.Errorf("runs %d delays %d outcomes %v, want 2 4 fail 1", st.Runs, st.Delays, st.RunOutcomes)

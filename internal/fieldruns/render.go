@@ -187,6 +187,22 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 					bug.Kind, bug.Package, bug.Test, bug.Panic, bug.Delayed, bug.Failing, partner(bug.Partner), bug.File))
 			}
 		}
+		w("\n<details><summary>Candidate pairs (%s): kind: ℓ1 → ℓ2, tests with the pair, delays at ℓ1</summary>\n\n", lr.Label.Name)
+		for _, m := range mods {
+			r := get(lr, m)
+			if r == nil || len(r.PairList) == 0 {
+				continue
+			}
+			w("- %s:\n", m.Name)
+			for i, p := range r.PairList {
+				if i == 15 {
+					w("  - … %d more\n", len(r.PairList)-i)
+					break
+				}
+				w("  - %s — %d tests, %d delays\n", cell(p.Pair), p.Tests, p.Delays)
+			}
+		}
+		w("\n</details>\n")
 		if len(probs) > 0 {
 			w("\nSkipped or failed tests, bug reports and inconsistencies (%s):\n\n", lr.Label.Name)
 			for _, p := range probs {

@@ -48,6 +48,7 @@ func main() {
 	reps := flag.Int("reps", 3, "samples of the baseline")
 	baselineOnly := flag.Bool("baseline-only", false, "only measure the baseline")
 	render := flag.Bool("render", false, "only rewrite the document from the stored results")
+	recollect := flag.Bool("recollect", false, "re-read the stored results' work directories under -work, then rewrite the document")
 	flag.Parse()
 	if *results == "" {
 		*results = filepath.Join(*dir, "results.json")
@@ -82,6 +83,30 @@ func main() {
 		}
 	}
 	if *render {
+		writeDoc()
+		return
+	}
+	if *recollect {
+		// Re-read the kept work directories of the stored results (after
+		// a change of what is collected), for the modules given or all.
+		for _, m := range mods {
+			for name, lr := range store.Labels {
+				r := lr.Results[m.Name]
+				dir := filepath.Join(*work, m.Name, "wafl-"+name)
+				if r == nil {
+					continue
+				}
+				if _, err := os.Stat(dir); err != nil {
+					fmt.Fprintf(os.Stderr, "fieldruns: %s %s: %v (kept as stored)\n", name, m.Name, err)
+					continue
+				}
+				st, bugs, err := fieldruns.CollectWork(dir)
+				if err != nil {
+					fail(err)
+				}
+				r.Stats, r.Bugs = st, bugs
+			}
+		}
 		writeDoc()
 		return
 	}

@@ -151,7 +151,7 @@ func main() {
 	start := time.Now()
 	for _, m := range mods {
 		if !*baselineOnly || inBaseline[m.Name] {
-			runModule(ctx, m, labels, runs, store, inBaseline[m.Name], *baselineOnly, *reps, *work, o)
+			runModule(ctx, m, labels, runs, store, inBaseline[m.Name], *baselineOnly, *reps, *work, o, writeDoc)
 		}
 		if ctx.Err() != nil {
 			fail(ctx.Err())
@@ -162,7 +162,7 @@ func main() {
 }
 
 func runModule(ctx context.Context, m fieldruns.Module, labels []fieldruns.Label, runs map[string]*fieldruns.LabelRun,
-	store *fieldruns.Store, baseline, baselineOnly bool, reps int, work string, o fieldruns.Options) {
+	store *fieldruns.Store, baseline, baselineOnly bool, reps int, work string, o fieldruns.Options, save func()) {
 	t0 := time.Now()
 	fmt.Fprintf(os.Stderr, "== %s (%s)\n", m.Name, m.ModVersion())
 	mdir := filepath.Join(work, m.Name)
@@ -198,6 +198,7 @@ func runModule(ctx context.Context, m fieldruns.Module, labels []fieldruns.Label
 				return
 			}
 		}
+		save() // before the baseline, which takes long
 	}
 	if baseline {
 		b := &fieldruns.Baseline{Module: m.Path, Version: m.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),

@@ -157,6 +157,11 @@ type unit struct {
 	src   *packages.Package // "p [p.test]", or "p" without test files
 	xtest *packages.Package // "p_test [p.test]", may be nil
 	files map[string]string // original path -> rewritten path (this unit's)
+	// dep marks a package of the main module that the patterns did not
+	// match but a matched package's test binary links: it is instrumented
+	// as it would be if matched, so that a package's binary does not depend
+	// on the pattern, and neither built nor tested.
+	dep bool
 }
 
 func (b *builder) run(ctx context.Context) (*Result, error) {
@@ -169,10 +174,12 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	res.LoadTime = time.Since(t0)
 
 	t1 := time.Now()
-	alloc := &siteAlloc{}
+	alloc := &siteAlloc{log: func(format string, args ...any) { fmt.Fprintf(b.log, format, args...) }}
 	overlay := map[string]string{}
 	for _, u := range units {
-		res.Packages = append(res.Packages, u.pkg)
+		if !u.dep {
+			res.Packages = append(res.Packages, u.pkg)
+		}
 		if u.pkg.Err != nil {
 			continue
 		}
@@ -201,6 +208,9 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	}
 	var todo []*unit
 	for _, u := range units {
+		if u.dep {
+			continue
+		}
 		if u.pkg.Err != nil {
 			if !errors.Is(u.pkg.Err, ErrNoTestFiles) {
 				fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
@@ -266,15 +276,23 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		BuildFlags: flags,
 		Tests:      true,
 	}
-	pkgs, err := packages.Load(pcfg, patterns...)
+	deps, err := b.moduleDeps(ctx, patterns, flags)
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := packages.Load(pcfg, append(append([]string(nil), patterns...), deps...)...)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
+	}
+	isDep := map[string]bool{}
+	for _, d := range deps {
+		isDep[d] = true
 	}
 	byPath := map[string]*unit{}
 	get := func(path string) *unit {
 		u := byPath[path]
 		if u == nil {
-			u = &unit{pkg: &Package{ImportPath: path}, files: map[string]string{}}
+			u = &unit{pkg: &Package{ImportPath: path}, files: map[string]string{}, dep: isDep[path]}
 			byPath[path] = u
 		}
 		return u
@@ -329,6 +347,32 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 	}
 	sort.Slice(units, func(i, j int) bool { return units[i].pkg.ImportPath < units[j].pkg.ImportPath })
 	return units, nil
+}
+
+// moduleDeps lists the packages of the main module that the test binaries
+// of the packages matched by patterns link but the patterns do not match.
+func (b *builder) moduleDeps(ctx context.Context, patterns, flags []string) ([]string, error) {
+	for _, p := range patterns {
+		if p == "./..." && b.dir == b.modRoot {
+			return nil, nil // every package of the module is matched already
+		}
+	}
+	args := append([]string{"list", "-e", "-deps", "-test",
+		"-f", "{{if .DepOnly}}{{if not .ForTest}}{{with .Module}}{{if .Main}}{{$.ImportPath}}{{end}}{{end}}{{end}}{{end}}"}, flags...)
+	args = append(args, "--")
+	args = append(args, patterns...)
+	out, err := goCmd(ctx, b.dir, b.env, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the dependencies of %s: %w", strings.Join(patterns, " "), err)
+	}
+	var deps []string
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasSuffix(line, ".test") {
+			deps = append(deps, line)
+		}
+	}
+	sort.Strings(deps)
+	return deps, nil
 }
 
 func pkgDir(p *packages.Package) string {
@@ -395,6 +439,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
+	alloc.setPackage(u.pkg.ImportPath)
 	mainFound := false
 	for _, p := range []*packages.Package{u.src, u.xtest} {
 		if p == nil {

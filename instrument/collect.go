@@ -1,5 +1,5 @@
 // Collection: walks the type-checked go/ast of one file in source order and
-// decides what to rewrite. It numbers the sites (siteAlloc), records an
+// decides what to rewrite. It numbers the sites (siteAlloc, siteid.go), records an
 // action on each original node to change, with every decision that needs
 // type information already taken, and notes the constructs it leaves alone
 // on purpose. It never touches the dst tree; apply.go does.
@@ -15,17 +15,6 @@ import (
 
 	"github.com/memorder/wafl/instrument/sites"
 )
-
-// siteAlloc hands out dense site ids across all files of one build.
-type siteAlloc struct {
-	sites []sites.Site
-}
-
-func (a *siteAlloc) add(s sites.Site) uint32 {
-	s.ID = uint32(len(a.sites) + 1)
-	a.sites = append(a.sites, s)
-	return s.ID
-}
 
 // collector decides what to rewrite in one file.
 type collector struct {

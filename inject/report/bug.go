@@ -80,6 +80,13 @@ type Reproduce struct {
 	Wafl    string   `json:"wafl"`    // wafl command line
 	Command []string `json:"command"` // the test binary and its arguments
 	Env     []string `json:"env"`     // environment for Command
+	// Plan is the bug's own copy of the plan the run read, Sites the site
+	// table entries that plan mentions and BinaryHash the test binary it
+	// ran ("sha256:<hex>"): what 'wafl reproduce' needs, kept under the
+	// reports directory where later runs do not overwrite it.
+	Plan       string `json:"plan,omitempty"`
+	Sites      string `json:"sites,omitempty"`
+	BinaryHash string `json:"binary_hash,omitempty"`
 }
 
 // Shell returns Env and Command as one shell command line.
@@ -127,8 +134,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		Run:                in.Run,
 		Runs:               len(in.Plan.Runs) + 1,
 		Seed:               in.Seed,
-		Goroutines:         c.Goroutines,
-		Stacks:             c.Text,
+		Goroutines:         userGoroutines(c.Goroutines),
+		Stacks:             userStacks(c.Text),
 		Delay: DelayInfo{
 			Ns: a.Delay.Ns, ActualNs: a.Delay.Actual, Goroutine: a.Delay.G,
 			Object: a.Delay.Obj, Instance: a.Delay.N, InProgress: !a.Delay.Ended,

@@ -36,7 +36,9 @@ func TestSaveLoad(t *testing.T) {
 func TestLoadRejects(t *testing.T) {
 	dir := t.TempDir()
 	for name, data := range map[string]string{
-		"sparse":  `{"version":1,"sites":[{"id":2}]}`,
+		"zero":    `{"version":1,"sites":[{"id":0}]}`,
+		"dup":     `{"version":1,"sites":[{"id":7},{"id":7}]}`,
+		"big":     `{"version":1,"sites":[{"id":1073741824}]}`,
 		"version": `{"version":99,"sites":[]}`,
 		"json":    `{"version":`,
 	} {
@@ -47,6 +49,49 @@ func TestLoadRejects(t *testing.T) {
 		_, err := Load(path)
 		if err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: error %v, want one naming %s", name, err, path)
+		}
+	}
+}
+
+func TestIDStable(t *testing.T) {
+	a := ID("example.com/p", "p.go", 10, 3, "use", "s.conf", 0)
+	if a == 0 || a > MaxID {
+		t.Fatalf("id %d out of range", a)
+	}
+	if b := ID("example.com/p", "p.go", 10, 3, "use", "s.conf", 0); b != a {
+		t.Errorf("same site, ids %d and %d", a, b)
+	}
+	for name, b := range map[string]uint32{
+		"package": ID("example.com/q", "p.go", 10, 3, "use", "s.conf", 0),
+		"file":    ID("example.com/p", "q.go", 10, 3, "use", "s.conf", 0),
+		"line":    ID("example.com/p", "p.go", 11, 3, "use", "s.conf", 0),
+		"col":     ID("example.com/p", "p.go", 10, 4, "use", "s.conf", 0),
+		"kind":    ID("example.com/p", "p.go", 10, 3, "close", "s.conf", 0),
+		"expr":    ID("example.com/p", "p.go", 10, 3, "use", "s.conf.x", 0),
+		"ordinal": ID("example.com/p", "p.go", 10, 3, "use", "s.conf", 1),
+	} {
+		if b == a {
+			t.Errorf("a different %s gives the same id %d", name, a)
+		}
+	}
+	if NextID(MaxID) != 1 || NextID(5) != 6 {
+		t.Errorf("NextID wraps wrong")
+	}
+}
+
+func TestLookupSparse(t *testing.T) {
+	tab := &Table{Sites: []Site{{ID: 900000, Kind: "use"}, {ID: 17, Kind: "close"}}}
+	for _, indexed := range []bool{false, true} {
+		if indexed {
+			if err := tab.Index(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s, ok := tab.Lookup(17); !ok || s.Kind != "close" {
+			t.Errorf("indexed=%v: Lookup(17) = %+v, %v", indexed, s, ok)
+		}
+		if _, ok := tab.Lookup(18); ok {
+			t.Errorf("indexed=%v: Lookup(18) found a site", indexed)
 		}
 	}
 }

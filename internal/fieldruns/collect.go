@@ -30,8 +30,10 @@ type Summary struct {
 
 var (
 	rePackages = regexp.MustCompile(`(?m)^packages:\s+(\d+) matched, (\d+) built`)
-	reTests    = regexp.MustCompile(`(?m)^tests:\s+(\d+) run, (\d+) prepared, (\d+) with delay candidates`)
-	reDetect   = regexp.MustCompile(`(?m)^detect:\s+(\d+) runs, (\d+) delays injected, (\d+) bugs found`)
+	// "29 run, 27 prepared, 5 with ..." (wafl up to 8843844) or
+	// "29: 27 prepared now, 0 with a current plan; 5 with ..." (later).
+	reTests    = regexp.MustCompile(`(?m)^tests:\s+(\d+)(?: run, | \(shard [^)]*\): |: )(\d+) prepared(?: now)?[^\n]*?(\d+) with delay candidates`)
+	reDetect   = regexp.MustCompile(`(?m)^detect:\s+(\d+) runs?, (\d+) delays? injected, (\d+) bugs? found`)
 	reProblems = regexp.MustCompile(`(?m)^skipped or failed: (\d+)$`)
 )
 

@@ -50,6 +50,12 @@ func TestParseSummary(t *testing.T) {
 			t.Errorf("continuation lines lost: %q", p)
 		}
 	}
+	// The wording of wafl at 8843844 (the stored "before" column).
+	old := ParseSummary("packages: 2 matched, 2 built\ntests:    58 run, 58 prepared, 14 with delay candidates\n" +
+		"detect:   35 runs, 390 delays injected, 0 bugs found\n")
+	if old.TestsRun != 58 || old.Prepared != 58 || old.WithCandidates != 14 || old.Runs != 35 || old.Delays != 390 {
+		t.Errorf("old wording: %+v", old)
+	}
 	if ParseSummary("no summary here").Found {
 		t.Error("Found without a packages line")
 	}

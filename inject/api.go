@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -55,4 +56,20 @@ func Finish() {
 	if e := eng; e != nil {
 		e.finish()
 	}
+}
+
+// decisionHook, when set, runs in the delay decision of every planned
+// instance that passed the probability draw, before the delay is counted
+// or logged. Only tests set it (SetDecisionHook), to stop a goroutine
+// deterministically at the point a crash elsewhere would find it.
+var decisionHook atomic.Pointer[func(site uint32)]
+
+// SetDecisionHook installs f as the decision hook (nil removes it). It is
+// for tests of crash attribution: a real program never calls it.
+func SetDecisionHook(f func(site uint32)) {
+	if f == nil {
+		decisionHook.Store(nil)
+		return
+	}
+	decisionHook.Store(&f)
 }

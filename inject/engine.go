@@ -254,6 +254,9 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 		e.logSkip(l, g, n, abi.SkipProbability, 0)
 		return
 	}
+	if h := decisionHook.Load(); h != nil {
+		(*h)(l.site)
+	}
 	if !e.cfg.ablate.noInterference {
 		for _, o := range l.interf {
 			if o.active.Load() > 0 {

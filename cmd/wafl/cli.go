@@ -155,7 +155,13 @@ not modified.`,
 			if err != nil {
 				return err
 			}
-			return sum.Err()
+			if err := sum.Err(); err != nil {
+				return err
+			}
+			if len(sum.Bugs) > 0 { // a preparation run crashed with a MEMORDER panic
+				return errBugs
+			}
+			return nil
 		},
 	}
 	testFlags(cmd, &o.Tests)

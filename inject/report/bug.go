@@ -36,7 +36,12 @@ type Bug struct {
 	Partner *Location `json:"partner,omitempty"`
 	// Reordered is set for a use-before-init whose panic came after ℓ2, in
 	// the goroutine that ran ℓ2 during the delay.
-	Reordered bool      `json:"reordered,omitempty"`
+	Reordered bool `json:"reordered,omitempty"`
+	// How says how the crash came about (report.How: delay-in-progress,
+	// after-delay, delay-decision, natural-schedule, preparation-run) and
+	// HowDetail what the run log shows for it.
+	How       How       `json:"how,omitempty"`
+	HowDetail string    `json:"how_detail,omitempty"`
 	Delay     DelayInfo `json:"delay"`
 	// PanickingGoroutine is the goroutine that panicked.
 	PanickingGoroutine int64 `json:"panicking_goroutine"`
@@ -63,6 +68,9 @@ type Location struct {
 	Func string `json:"func,omitempty"` // enclosing function
 	// Frame is the stack frame's function, for the failing site.
 	Frame string `json:"frame,omitempty"`
+	// Hoisted is the lock acquisition the site's delay was injected
+	// before (the site is inside its critical section).
+	Hoisted *sites.Guard `json:"hoisted,omitempty"`
 }
 
 // DelayInfo describes the delay that exposed the bug.
@@ -110,6 +118,7 @@ func siteLocation(tab *sites.Table, id uint32) Location {
 		if s, ok := tab.Lookup(id); ok {
 			loc.File, loc.Line, loc.Col = s.File, s.Line, s.Col
 			loc.Op, loc.Expr, loc.Func = s.Kind, s.Expr, s.Func
+			loc.Hoisted = s.Guard
 		}
 	}
 	return loc
@@ -121,6 +130,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		Panic:              c.Panic,
 		Package:            in.Package,
 		Test:               in.Test,
+		How:                a.How,
 		Delayed:            siteLocation(in.Sites, a.Delay.Site),
 		Failing:            siteLocation(in.Sites, a.Failing),
 		PanickingGoroutine: c.Goroutine,
@@ -232,12 +242,27 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		}
 		ew.printf("%s in %s %s (run %d, seed %d)\n", strings.ToUpper(string(b.Kind)), b.Package, b.Test, b.Run, b.Seed)
 		ew.printf("  panic:     %s\n", b.Panic)
-		state := "ended"
-		if b.Delay.InProgress {
-			state = "in progress at the crash"
+		if b.How != "" {
+			ew.printf("  how:       %s\n", b.How.Describe())
+			if b.HowDetail != "" {
+				ew.printf("             %s\n", b.HowDetail)
+			}
 		}
-		ew.printf("  delayed:   %s\n", b.Delayed)
-		ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		switch {
+		case b.How == HowPreparation:
+		case b.How == HowNatural || b.How == HowDecision:
+			ew.printf("  delayed:   %s\n", b.Delayed)
+		default:
+			state := "ended"
+			if b.Delay.InProgress {
+				state = "in progress at the crash"
+			}
+			ew.printf("  delayed:   %s\n", b.Delayed)
+			ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		}
+		if b.Delayed.Hoisted != nil {
+			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)
+		}
 		ew.printf("  failing:   %s\n", b.Failing)
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {

@@ -288,11 +288,46 @@ func TestNoBugUnrelatedPanic(t *testing.T) {
 	}
 }
 
-func TestNoBugPanicWithoutDelay(t *testing.T) {
+// TestPanicWithoutDelayIsCredited: the panic at the pair's ℓ2 with no
+// delay at all (ℓ1 never ran) is the bug all the same, on the natural
+// schedule.
+func TestPanicWithoutDelayIsCredited(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseBeforeInit, 10, 9, 5*ms))
 	res, out := runScenario(t, "TestScenarioPanicWithoutDelay", p, runOpts{})
-	if res.Status != Fail || !strings.Contains(res.Reason, "no delay was injected") {
-		t.Fatalf("status %s reason %q, want fail: no delay\n%s", res.Status, res.Reason, out)
+	if res.Status != BugFound || res.Bug.How != HowNatural || res.Bug.Failing.Site != 9 || res.Bug.Delayed.Site != 10 {
+		t.Fatalf("status %s reason %q bug %+v, want a natural-schedule bug 10 → 9\n%s", res.Status, res.Reason, res.Bug, out)
+	}
+	if !strings.Contains(res.Bug.HowDetail, "no delay was decided") {
+		t.Errorf("how detail %q", res.Bug.HowDetail)
+	}
+	o := res.PlanOutcome()
+	if o.Bug == nil || o.Bug.Delayed != 10 || o.Bug.Failing != 9 {
+		t.Errorf("plan outcome bug %+v", o.Bug)
+	}
+	var txt strings.Builder
+	if err := WriteText(&txt, []*Bug{res.Bug}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "natural schedule") {
+		t.Errorf("text report does not say how:\n%s", txt.String())
+	}
+}
+
+// TestCrashDuringDecision: a real crash while the delayed goroutine is
+// inside wafl's delay decision (deterministic: the decision hook holds it
+// there) is reported as a bug found during the decision.
+func TestCrashDuringDecision(t *testing.T) {
+	p := newPlan(pairLoc(plans.UseBeforeInit, 22, 23, 50*ms))
+	res, out := runScenario(t, "TestScenarioDecision", p, runOpts{})
+	if res.Status != BugFound {
+		t.Fatalf("status %s reason %q, want bug\n%s", res.Status, res.Reason, out)
+	}
+	b := res.Bug
+	if b.How != HowDecision || b.Kind != plans.UseBeforeInit || b.Delayed.Site != 22 || b.Failing.Site != 23 || b.Delay.Goroutine == 0 {
+		t.Fatalf("bug %+v, want use-before-init 22 → 23 found during the delay decision\n%s", b, out)
+	}
+	if len(res.Log.Delays) != 0 {
+		t.Errorf("the log counts %d delays; the decision had not counted one", len(res.Log.Delays))
 	}
 }
 

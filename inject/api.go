@@ -46,6 +46,18 @@ func At(site uint32, obj unsafe.Pointer) {
 	}
 }
 
+// Before is called before the Lock/RLock call that guards site: the
+// delay planned for site is decided and injected here, outside the
+// critical section, and site itself is no longer delayed (hoisting).
+func Before(site uint32) {
+	t := table
+	if uint(site) < uint(len(t)) {
+		if l := t[site]; l != nil && l.on.Load() != 0 {
+			eng.before(l)
+		}
+	}
+}
+
 // Finish drains: it waits for delays in progress, then until a grace
 // period (Params.GraceNs) has passed since the last delay ended, so that
 // delayed goroutines perform their delayed access while the process is

@@ -34,6 +34,10 @@ type loc struct {
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
 	partnerOf []partnerRef
 
+	// hoisted is set once the site's delay was injected before a
+	// guarding lock (Before): the site itself is then not delayed.
+	hoisted atomic.Bool
+
 	probBits  atomic.Uint64 // float64 bits of P
 	dead      atomic.Bool   // left S during this run
 	instances atomic.Uint64 // dynamic instances seen at this location
@@ -237,8 +241,24 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	if len(l.partnerOf) > 0 && known && !e.cfg.ablate.noHB {
 		e.inferHB(l, g, t0, t)
 	}
-	if l.isLoc && !l.dead.Load() {
+	if l.isLoc && !l.dead.Load() && !l.hoisted.Load() {
 		e.maybeDelay(l, g, obj)
+	}
+}
+
+// before handles hook.Before for site l: the delay of l, when l is a live
+// delay location, is decided here, before the lock that guards l is
+// taken, and l is marked hoisted so that the access does not delay again.
+// The object is not known yet (0): no reorder records for this delay.
+func (e *engine) before(l *loc) {
+	if e.stopped.Load() || !l.isLoc {
+		return
+	}
+	if !l.hoisted.Load() {
+		l.hoisted.Store(true)
+	}
+	if !l.dead.Load() {
+		e.maybeDelay(l, lcc.Goid(), 0)
 	}
 }
 

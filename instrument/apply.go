@@ -118,6 +118,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.tuple(act, a.(*ast.AssignStmt), n.(*dst.AssignStmt))
 	case actGo:
 		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
+	case actHoist:
+		return hoistRecv(act, n.(dst.Expr)) // locks.go
 	}
 	return n
 }

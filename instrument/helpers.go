@@ -133,6 +133,18 @@ func _waflValueStore(site uint32, p *_wafl_atomic.Value, v any) {
 	p.Store(v)
 }
 
+// _waflHoist injects the delay of a site inside a critical section before
+// the Lock/RLock call that guards it; p is the lock call's receiver.
+func _waflHoist[T any](site uint32, p T) T {
+	if _waflOn() {
+		_waflHoistSlow(site)
+	}
+	return p
+}
+
+//go:noinline
+func _waflHoistSlow(site uint32) { _wafl.Before(site) }
+
 func _waflFork() _waflToken { return _wafl.Fork() }
 
 func _waflAdopt(t _waflToken) { _wafl.Adopt(t) }

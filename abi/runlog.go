@@ -16,6 +16,10 @@ const (
 	// EvReorder: a watched site touched the object of a delay in progress
 	// in another goroutine (the delay reordered the accesses).
 	EvReorder = "reorder"
+	// EvLate: a partner access came right after a delay at ℓ1 ended (the
+	// delay was too short, or the partner waited for it): ApplyRun grows
+	// ℓ1's delay; happens-before inference prunes only a grown delay.
+	EvLate    = "late"
 	EvLoc     = "loc"    // final state of one location, written by Finish
 	EvFinish  = "finish" // last line: totals, written by Finish
 )
@@ -53,6 +57,7 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvSkip, Keys: []string{"site", "g", "n", "why"}, Optional: []string{"by"}},
 	{Ev: EvHB, Keys: []string{"first", "second", "id", "g", "delay_g", "gap", "delay_ns"}},
 	{Ev: EvReorder, Keys: []string{"first", "second", "id", "g", "delay_g", "obj"}},
+	{Ev: EvLate, Keys: []string{"first", "second", "id", "g", "need_ns", "delay_ns"}},
 	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
 	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns"}},
 }

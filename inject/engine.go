@@ -29,6 +29,10 @@ type loc struct {
 
 	isLoc   bool  // a delay location ℓ1 of the plan
 	delayNs int64 // learned delay length
+	// grown is set when the plan already lengthened this location's
+	// delay (Location.Grown) or it is at MaxDelayNs: only then may
+	// happens-before inference prune its pairs.
+	grown bool
 	interf  []*loc
 	pairs   []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
@@ -54,6 +58,7 @@ type pairState struct {
 	second uint32
 	kind   plans.Kind
 	pruned atomic.Bool
+	late   atomic.Bool // a late record was logged for the pair this run
 }
 
 type partnerRef struct {
@@ -167,6 +172,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		l := get(pl.Site)
 		l.isLoc = true
 		l.delayNs = pl.DelayNs
+		l.grown = pl.Grown > 0 || pl.DelayNs >= e.params.MaxDelayNs
 		l.probBits.Store(math.Float64bits(pl.Prob))
 		l.pairs = make([]pairState, len(pl.Pairs))
 		for j, pr := range pl.Pairs {
@@ -384,7 +390,13 @@ func (e *engine) kill(l *loc) {
 //
 //	t0 < te                        the gap before ℓ2 overlaps D,
 //	t2 − t0 ≥ δhb · (te − ts)      the gap is proportional to D,
-//	te ≤ t2 ≤ te + max(te − ts, 2 ms)   ℓ2 comes right after D ends.
+//	te ≤ t2 ≤ te + max(te − ts, 2 ms)   ℓ2 comes right after D ends,
+//
+// and ℓ1's delay has already been lengthened once (loc.grown): a partner
+// that comes right after a delay ends may just have been slower than the
+// preparation run said. Otherwise — and whenever ℓ2 comes right after D
+// without the first two conditions — the pair gets a late record
+// (abi.EvLate), from which ApplyRun grows ℓ1's delay (plans.GrowDelay).
 func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 	for _, ref := range l2.partnerOf {
 		l1 := ref.first
@@ -395,8 +407,8 @@ func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 		if pr.pruned.Load() {
 			continue
 		}
-		var best delayRec
-		found := false
+		var best, after delayRec
+		found, foundAfter := false, false
 		l1.mu.Lock()
 		for i := 0; i < min(l1.nrec, recentDelays); i++ {
 			r := l1.recent[i]
@@ -404,14 +416,25 @@ func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 				continue
 			}
 			d := r.te - r.ts
-			if t0 < r.te && float64(t2-t0) >= e.params.HBFactor*float64(d) &&
-				r.te <= t2 && t2 <= r.te+max(d, hbMinSlackNs) {
+			if r.te > t2 || t2 > r.te+max(d, hbMinSlackNs) {
+				continue // ℓ2 does not come right after D
+			}
+			if !foundAfter || r.te > after.te {
+				after, foundAfter = r, true
+			}
+			if t0 < r.te && float64(t2-t0) >= e.params.HBFactor*float64(d) {
 				if !found || r.te > best.te {
 					best, found = r, true
 				}
 			}
 		}
 		l1.mu.Unlock()
+		if foundAfter && (!found || !l1.grown) {
+			if pr.late.CompareAndSwap(false, true) {
+				e.logLate(l1, pr.second, g2, after, t2)
+			}
+			continue
+		}
 		if !found || !pr.pruned.CompareAndSwap(false, true) {
 			continue
 		}

@@ -86,6 +86,11 @@ type Location struct {
 	Interference []uint32 `json:"interference,omitempty"`
 	// Delays counts the delays injected here over all detection runs.
 	Delays int `json:"delays,omitempty"`
+	// Grown counts the times a detection run saw a partner arrive right
+	// after a delay here ended and ApplyRun lengthened DelayNs (GrowDelay).
+	// Happens-before inference prunes a pair of a location only once it
+	// has grown (or its delay is at MaxDelayNs).
+	Grown int `json:"grown,omitempty"`
 }
 
 // Pair is one candidate {ℓ1, ℓ2}.

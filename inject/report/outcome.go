@@ -234,6 +234,9 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 			o.Delays[i] = plans.RunDelay{Site: d.Site, Ended: d.Ended,
 				Exposed: res.Attr != nil && res.Attr.Delay.ID != 0 && d.ID == res.Attr.Delay.ID}
 		}
+		for _, l := range lg.Late {
+			o.Late = append(o.Late, plans.Late{First: l.First, Second: l.Second, NeedNs: l.NeedNs})
+		}
 		o.Pruned = make([]plans.PairID, len(lg.Prunes))
 		for i, pr := range lg.Prunes {
 			o.Pruned[i] = plans.PairID{First: pr.First, Second: pr.Second}

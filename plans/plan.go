@@ -39,6 +39,9 @@ type Params struct {
 	// GraceNs is how long the runtime waits after the test returned for
 	// delayed goroutines to perform their delayed access.
 	GraceNs int64 `json:"grace_ns"`
+	// LoadFactor is the factor NearMissNs and MaxDelayNs were scaled by
+	// for a loaded preparation run (Overrides.LoadFactor); absent: 1.
+	LoadFactor float64 `json:"load_factor,omitempty"`
 }
 
 // Provenance says where a plan came from.

@@ -113,6 +113,8 @@ func analysisFlags(cmd *cobra.Command, o *plans.Overrides) {
 	f.Float64Var(&o.Alpha, "alpha", plans.DefaultAlpha, "delay = alpha × largest observed gap")
 	f.DurationVar(&o.MinDelay, "min-delay", time.Duration(plans.DefaultMinDelayNs), "shortest delay")
 	f.DurationVar(&o.MaxDelay, "max-delay", time.Duration(plans.DefaultMaxDelayNs), "longest delay")
+	f.BoolVar(&o.NoLoadScale, "no-load-scale", false,
+		fmt.Sprintf("do not scale --near-miss and --max-delay by the machine's load during the preparation run (at most %g×)", plans.MaxLoadFactor))
 }
 
 // detectionFlags registers the detection-run parameters; unset, they keep

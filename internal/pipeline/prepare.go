@@ -54,6 +54,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 	}
 	os.Remove(raw)
 	sub, skip := o.subtestArgs()
+	load := loadFactor()
 	res, err := testRun{
 		Sub:     sub,
 		Skip:    skip,
@@ -80,7 +81,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 			err: fmt.Errorf("fails without delays (exit status %d); output in %s\n%s",
 				res.ExitCode, res.Output, failureExcerpt(res.Output))}
 	}
-	plan, stats, err := analyzeRun(ctx, s.ws, o.Params, j, raw)
+	params := o.Params
+	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
+	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw)
 	if err != nil {
 		return "", &testError{phase: "analyze", note: "analysis failed", err: err}
 	}

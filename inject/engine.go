@@ -1,7 +1,10 @@
 package inject
 
 import (
+	"bytes"
 	"math"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +139,8 @@ type engine struct {
 
 	maxLocDelay int64
 	finishOnce  sync.Once
+	// runningHook replaces delayedRunning in tests.
+	runningHook func() bool
 }
 
 // newEngine builds the site table from the plan and opens the log.
@@ -496,14 +501,96 @@ func (e *engine) finish() {
 		for e.active.Load() > 0 && e.clk.now() < limit {
 			e.clk.sleep(int64(time.Millisecond))
 		}
+		// The grace period lets delayed goroutines perform their delayed
+		// access while the process is alive; it ends early once none of
+		// them is still running or runnable (they finished, or they block
+		// on something the test will not provide any more), after at least
+		// graceMinNs past the last delay.
 		if last := e.lastEnd.Load(); last > 0 {
-			if w := last + e.params.GraceNs - e.clk.now(); w > 0 {
-				e.clk.sleep(w)
+			deadline := last + e.params.GraceNs
+			for now := e.clk.now(); now < deadline; now = e.clk.now() {
+				running := e.delayedRunning
+				if e.runningHook != nil {
+					running = e.runningHook
+				}
+				if now >= last+graceMinNs && !running() {
+					break
+				}
+				e.clk.sleep(min(graceStepNs, deadline-now))
 			}
 		}
 		e.logFinish(e.clk.now() - start)
 	})
 }
+
+// Grace period bounds: the least wait after the last delay ended, and the
+// polling step.
+const (
+	graceMinNs  = int64(5 * time.Millisecond)
+	graceStepNs = int64(2 * time.Millisecond)
+)
+
+// delayedRunning reports whether a goroutine this run delayed, other than
+// the caller, is running, runnable or in a system call, from a goroutine
+// dump (Finish only: it allocates).
+func (e *engine) delayedRunning() bool {
+	e.mu.Lock()
+	gs := make(map[uint64]bool, len(e.perG))
+	for g := range e.perG {
+		gs[g] = true
+	}
+	e.mu.Unlock()
+	delete(gs, lcc.Goid())
+	if len(gs) == 0 {
+		return false
+	}
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return anyActive(buf, gs)
+}
+
+// anyActive reports whether a goroutine of gs has a header in the dump
+// with a state that is not blocked: "goroutine 7 [running]:",
+// "[runnable]", "[syscall]" (also with ", N minutes" and the like).
+func anyActive(dump []byte, gs map[uint64]bool) bool {
+	for _, line := range bytes.Split(dump, []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte("goroutine "))
+		if !ok {
+			continue
+		}
+		sp := bytes.IndexByte(rest, ' ')
+		if sp < 0 {
+			continue
+		}
+		id, err := strconv.ParseUint(string(rest[:sp]), 10, 64)
+		if err != nil || !gs[id] {
+			continue
+		}
+		st := rest[sp+1:]
+		if i := bytes.IndexByte(st, '['); i >= 0 {
+			st = st[i+1:]
+		}
+		// Waiting for a lock counts as active: the delayed access may be
+		// right behind it (a delay hoisted before Lock).
+		for _, s := range activeStates {
+			if bytes.HasPrefix(st, []byte(s)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// activeStates are the goroutine dump states of a goroutine that is, or is
+// about to be, doing something.
+var activeStates = [...]string{"running", "runnable", "syscall", "semacquire", "sync.Mutex.Lock", "sync.RWMutex.Lock", "sync.RWMutex.RLock"}
 
 // gtable remembers, per goroutine, the time of its latest watched event.
 // It is direct-mapped by goroutine id with the rest of the id kept as a

@@ -467,10 +467,44 @@ func TestOwnDelayIsNotAStall(t *testing.T) {
 	}
 }
 
+// TestFinishGraceEndsEarly: with no delayed goroutine still active the
+// grace period ends graceMinNs after the last delay, not GraceNs.
+func TestFinishGraceEndsEarly(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	p.Params.GraceNs = 30 * ms
+	e := newTestEngine(t, p, nil)
+	e.runningHook = func() bool { return false }
+	e.clk.set(0)
+	e.hit(1, 1) // ends at 10 ms
+	e.clk.set(12 * ms)
+	e.finish()
+	if now := e.clk.t.Load(); now < 10*ms+graceMinNs || now >= 10*ms+graceMinNs+graceStepNs {
+		t.Errorf("finish returned at %d ns, want within a step after %d ns", now, 10*ms+graceMinNs)
+	}
+}
+
+func TestAnyActive(t *testing.T) {
+	dump := []byte("goroutine 1 [running]:\nmain.main()\n\ngoroutine 7 [chan receive, 2 minutes]:\nx()\n\n" +
+		"goroutine 9 [sync.Mutex.Lock]:\ny()\n\ngoroutine 11 [select]:\n")
+	for _, c := range []struct {
+		gs   []uint64
+		want bool
+	}{{[]uint64{7}, false}, {[]uint64{7, 11}, false}, {[]uint64{9}, true}, {[]uint64{1}, true}, {[]uint64{42}, false}} {
+		gs := map[uint64]bool{}
+		for _, g := range c.gs {
+			gs[g] = true
+		}
+		if got := anyActive(dump, gs); got != c.want {
+			t.Errorf("anyActive(%v) = %v, want %v", c.gs, got, c.want)
+		}
+	}
+}
+
 func TestFinishDrainsAndStops(t *testing.T) {
 	p := testPlan(location(1, 10*ms, 1, 2))
 	p.Params.GraceNs = 30 * ms
 	e := newTestEngine(t, p, nil)
+	e.runningHook = func() bool { return true } // a delayed goroutine never settles
 	e.clk.set(0)
 	e.hit(1, 1) // ends at 10 ms
 	e.clk.set(15 * ms)

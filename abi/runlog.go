@@ -19,9 +19,9 @@ const (
 	// EvLate: a partner access came right after a delay at ℓ1 ended (the
 	// delay was too short, or the partner waited for it): ApplyRun grows
 	// ℓ1's delay; happens-before inference prunes only a grown delay.
-	EvLate    = "late"
-	EvLoc     = "loc"    // final state of one location, written by Finish
-	EvFinish  = "finish" // last line: totals, written by Finish
+	EvLate   = "late"
+	EvLoc    = "loc"    // final state of one location, written by Finish
+	EvFinish = "finish" // last line: totals, written by Finish
 )
 
 // Skip reasons: the "why" field of EvSkip records.

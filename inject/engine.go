@@ -35,9 +35,9 @@ type loc struct {
 	// grown is set when the plan already lengthened this location's
 	// delay (Location.Grown) or it is at MaxDelayNs: only then may
 	// happens-before inference prune its pairs.
-	grown bool
-	interf  []*loc
-	pairs   []pairState
+	grown  bool
+	interf []*loc
+	pairs  []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
 	partnerOf []partnerRef
 

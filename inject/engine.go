@@ -103,7 +103,7 @@ func realClock() clock {
 	start := time.Now()
 	return clock{
 		now:       func() int64 { return int64(time.Since(start)) },
-		sleep:     func(ns int64) { time.Sleep(time.Duration(ns)) },
+		sleep:     realSleep, // real time even inside a synctest bubble
 		unixStart: start.UnixNano(),
 	}
 }

@@ -249,7 +249,10 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	if e.active.Load() > 0 {
 		e.noteReorder(l, g, obj, t)
 	}
-	if len(l.partnerOf) > 0 && known && !e.cfg.ablate.noHB {
+	if len(l.partnerOf) > 0 && !e.cfg.ablate.noHB {
+		if !known {
+			t0 = t // no earlier watched event: no stall to infer from, but a late arrival still counts
+		}
 		e.inferHB(l, g, t0, t)
 	}
 	if l.isLoc && !l.dead.Load() && !l.hoisted.Load() {

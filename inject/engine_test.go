@@ -332,7 +332,7 @@ func TestHBInference(t *testing.T) {
 		{"gap too short", 2, 108, 111, false, true},
 		{"gap before the delay ended", 2, 50, 99, false, false},
 		{"same goroutine", 1, 95, 111, false, false},
-		{"no previous event", 2, -1, 111, false, false},
+		{"no previous event", 2, -1, 111, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name+"/not grown", func(t *testing.T) {

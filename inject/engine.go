@@ -177,6 +177,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		l := get(pl.Site)
 		l.isLoc = true
 		l.delayNs = pl.DelayNs
+		if cfg.ablate.fixedDelay && pl.DelayNs > 0 {
+			l.delayNs = FixedDelayNs
+		}
 		l.grown = pl.Grown > 0 || pl.DelayNs >= e.params.MaxDelayNs
 		l.probBits.Store(math.Float64bits(pl.Prob))
 		l.pairs = make([]pairState, len(pl.Pairs))
@@ -189,7 +192,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			l.dead.Store(true)
 		}
 		e.locs = append(e.locs, l)
-		e.maxLocDelay = max(e.maxLocDelay, pl.DelayNs)
+		e.maxLocDelay = max(e.maxLocDelay, l.delayNs)
 	}
 	for i := range p.Locations {
 		pl := &p.Locations[i]

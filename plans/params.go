@@ -91,6 +91,9 @@ type Overrides struct {
 	// "Load"). NoLoadScale turns the scaling off.
 	LoadFactor  float64
 	NoLoadScale bool
+	// NoForkOrder keeps candidate pairs that fork edges order (the
+	// parent-child ablation; analyze.Options.NoForkOrder).
+	NoForkOrder bool
 	// Detection-run parameters: they go into a new plan and are applied
 	// to an existing plan before its runs.
 	Decay                                float64

@@ -114,10 +114,11 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 	os.Remove(raw)
 	p := params.NewParams()
 	plan, stats, err := analyze.File(ctx, arrows, analyze.Options{
-		Params:     &p,
-		TempDir:    ws.path("tmp"),
-		Tool:       "wafl",
-		BinaryHash: j.pkg.hash,
+		Params:      &p,
+		TempDir:     ws.path("tmp"),
+		NoForkOrder: params.NoForkOrder,
+		Tool:        "wafl",
+		BinaryHash:  j.pkg.hash,
 	})
 	if err != nil {
 		return nil, nil, err

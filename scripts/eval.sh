@@ -25,7 +25,9 @@
 #
 # Usage: scripts/eval.sh [name...]      (default: all bugs)
 # Environment: WAFL (wafl binary; default builds ../cmd/wafl), TRIES, RUNS,
-#   PLAIN, MODES, LOADPROCS, LOADMAX, OUT (default docs/evaluation.md).
+#   PLAIN, MODES, LOADPROCS, LOADMAX, OUT (default docs/evaluation.md),
+#   ABLATE (passed as --ablate to prepare and detect: fixed-delay,
+#   parent-child, interference, hb, decay; scripts/ablate.sh uses it).
 # Needs: the wafl CLI (prepare, detect --runs N --json --dir; exit 0 no bug,
 #   1 bug, 2 error), python3 (for timing and medians).
 set -euo pipefail
@@ -101,7 +103,7 @@ one_try() {
 	rm -rf "$dir" "$dir".*
 	TRY_RUNS=0 TRY_EXPOSED=0
 	set +e
-	(cd "$examples" && "$WAFL" prepare --dir "$dir" "./$pkg" >"$dir.prepare.out" 2>"$dir.prepare.log")
+	(cd "$examples" && "$WAFL" prepare --dir "$dir" ${ABLATE:+--ablate "$ABLATE"} "./$pkg" >"$dir.prepare.out" 2>"$dir.prepare.log")
 	rc=$?
 	set -e
 	logs=("$dir.prepare.log")

@@ -222,6 +222,9 @@ done
 # Keep the field benchmark's section (written by `make field`).
 field=""
 [[ -f $OUT ]] && field=$(sed -n '/^<!-- field:begin/,/^<!-- field:end -->/p' "$OUT")
+# Keep the ablation section (Table 6.4, written by scripts/ablate.sh runs).
+ablation=""
+[[ -f $OUT ]] && ablation=$(sed -n '/^<!-- ablation:begin/,/^<!-- ablation:end -->/p' "$OUT")
 {
 	cat <<HDR
 # wafl on the MEMORDER corpus
@@ -256,6 +259,7 @@ HDR
 |---|$fixedsep
 HDR
 	printf '%s\n' "${fixedrows[@]}"
+	if [[ -n $ablation ]]; then printf '\n%s\n' "$ablation"; fi
 	if [[ -n $field ]]; then printf '\n%s\n' "$field"; fi
 } >"$OUT"
 echo "wrote $OUT" >&2

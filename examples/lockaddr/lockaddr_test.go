@@ -9,7 +9,7 @@ import (
 // options, TLS material): long enough that the serving goroutine has set
 // the listener in a plain run.
 func clientConfig() string {
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
 	return "spec"
 }
 

@@ -9,7 +9,7 @@ import (
 // configuration): long enough that run has created the server in a plain
 // run.
 func config() int {
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
 	return 1
 }
 

@@ -8,7 +8,7 @@ EXAMPLES := $(CURDIR)/examples
 DEMO    ?= ./...
 BUG     ?=
 
-.PHONY: all build test test-short bench lint demo repro corpus eval field clean
+.PHONY: all build test test-short bench lint demo repro corpus eval field overhead clean
 
 all: build
 
@@ -30,6 +30,11 @@ test-short:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./hook/... ./lcc/... ./record/... ./inject/... ./instrument/...
+
+# wafl next to go test and go test -race on x/sync, conc, zap and ants:
+# writes docs/benchmarks-overhead.md (scripts/overhead.sh; ROUNDS=3).
+overhead:
+	scripts/overhead.sh
 
 lint:
 	$(GO) vet ./...

@@ -159,7 +159,35 @@ func Adopt(t lcc.Token) {
 
 func adopt(t lcc.Token) {
 	if e, ok := lcc.Adopt(t); ok && mode.Load() == uint32(ModeRecord) {
+		parented[e.Child&parentedMask].Store(e.Child)
 		record.AddFork(e)
+	}
+}
+
+// parented remembers, direct-mapped by goroutine id, goroutines that have
+// adopted a token, so that a callback run again on the same goroutine (a
+// pool worker, a timer goroutine running several callbacks) writes no
+// second fork row: a goroutine has one parent. A collision forgets the
+// older goroutine, which costs one duplicate row the analyzer drops.
+var parented [1 << 12]atomic.Uint64
+
+const parentedMask = 1<<12 - 1
+
+// AdoptCallback is the first thing a func value that instrumented code
+// handed to uninstrumented code does when it runs (instrument's funcctx):
+// on a goroutine other than the one that handed it over, it adopts the
+// token taken then, like the child of an instrumented go statement. On the
+// same goroutine (a synchronous callback) it does nothing.
+func AdoptCallback(t lcc.Token) {
+	if t.Parent != 0 {
+		adoptCallback(t)
+	}
+}
+
+//go:noinline
+func adoptCallback(t lcc.Token) {
+	if g := lcc.Goid(); t.Parent != g && parented[g&parentedMask].Load() != g {
+		adopt(t)
 	}
 }
 

@@ -108,6 +108,36 @@ func TestHooksRecord(t *testing.T) {
 	}
 }
 
+// TestAdoptCallback checks that a callback run on its creator's goroutine
+// writes no fork row, that one run on another goroutine writes one, and
+// that running callbacks again on that goroutine writes no second one.
+func TestAdoptCallback(t *testing.T) {
+	path := start(t, "")
+	parent := lcc.Goid()
+	AdoptCallback(Fork()) // synchronous callback: no row
+	tok1, tok2 := Fork(), Fork()
+	var child uint64
+	done := make(chan struct{})
+	go func() { // the worker goroutine of some uninstrumented pool
+		defer close(done)
+		child = lcc.Goid()
+		AdoptCallback(tok1)
+		AdoptCallback(tok2) // a second task on the same worker: no row
+	}()
+	<-done
+	AdoptCallback(lcc.Token{}) // tracking was off at the hand-over
+	Finish()
+	var forks []abi.RawEvent
+	for _, e := range readSpill(t, path) {
+		if e.Op == abi.OpFork {
+			forks = append(forks, e)
+		}
+	}
+	if len(forks) != 1 || forks[0].G != parent || forks[0].Obj != child || forks[0].Clock != tok1.Clock {
+		t.Fatalf("fork rows %+v, want one from %d to %d at clock %d", forks, parent, child, tok1.Clock)
+	}
+}
+
 func TestSetupErrors(t *testing.T) {
 	if err := setupRecord("bogus", ""); err == nil || !strings.Contains(err.Error(), `WAFL_MODE="bogus"`) {
 		t.Fatalf("setupRecord(bogus): %v", err)
@@ -133,7 +163,7 @@ func TestHooksNoAllocs(t *testing.T) {
 		t.Fatalf("recording hooks allocate %v times per run, want 0", n)
 	}
 	Finish()
-	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()); AdoptCallback(Fork()) }); n != 0 {
 		t.Fatalf("hooks off allocate %v times per run, want 0", n)
 	}
 }

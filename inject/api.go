@@ -8,7 +8,7 @@ import (
 var (
 	// table maps a site id to its state; nil for sites the plan does not
 	// mention. Written once by Setup before any instrumented code runs.
-	table []*loc
+	table siteTable
 	eng   *engine
 )
 
@@ -28,21 +28,18 @@ func Setup() error {
 	if err != nil {
 		return err
 	}
-	eng, table = e, e.table
+	eng, table = e, e.fast
 	e.logSetup()
 	return nil
 }
 
 // At is called by the hooks, in detection mode only, before every
 // instrumented access: site is the site id, obj the object. At a site the
-// plan does not mention it costs a bounds check and a nil check; at a
+// plan does not mention it costs one probe of a small hash table; at a
 // planned site it may sleep (see package documentation).
 func At(site uint32, obj unsafe.Pointer) {
-	t := table
-	if uint(site) < uint(len(t)) {
-		if l := t[site]; l != nil && l.on.Load() != 0 {
-			eng.at(l, uintptr(obj))
-		}
+	if l := table.find(site); l != nil && l.on.Load() != 0 {
+		eng.at(l, uintptr(obj))
 	}
 }
 
@@ -50,11 +47,8 @@ func At(site uint32, obj unsafe.Pointer) {
 // delay planned for site is decided and injected here, outside the
 // critical section, and site itself is no longer delayed (hoisting).
 func Before(site uint32) {
-	t := table
-	if uint(site) < uint(len(t)) {
-		if l := t[site]; l != nil && l.on.Load() != 0 {
-			eng.before(l)
-		}
+	if l := table.find(site); l != nil && l.on.Load() != 0 {
+		eng.before(l)
 	}
 }
 

@@ -97,6 +97,9 @@ func configFromEnv() (config, error) {
 	if err != nil {
 		return c, err
 	}
+	if err := checkBinary(p, c.planPath); err != nil {
+		return c, err
+	}
 	c.plan = p
 	if s := os.Getenv(abi.EnvSeed); s != "" {
 		c.seed, err = strconv.ParseUint(s, 10, 64)

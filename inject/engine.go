@@ -113,8 +113,9 @@ type engine struct {
 	cfg    config
 	clk    clock
 	params plans.Params
-	table  []*loc
-	locs   []*loc // delay locations, in site order
+	table  map[uint32]*loc // the sites the plan mentions
+	fast   siteTable       // table, for At
+	locs   []*loc          // delay locations, in site order
 	log    *logWriter
 
 	gtab gtable
@@ -152,20 +153,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		params: effective(p.Params),
 		perG:   make(map[uint64]int64),
 	}
-	var maxSite uint32
-	for i := range p.Locations {
-		l := &p.Locations[i]
-		maxSite = max(maxSite, l.Site)
-		for _, pr := range l.Pairs {
-			maxSite = max(maxSite, pr.Second)
-		}
-		for _, s := range l.Interference {
-			maxSite = max(maxSite, s)
-		}
-	}
-	if len(p.Locations) > 0 {
-		e.table = make([]*loc, int(maxSite)+1)
-	}
+	e.table = make(map[uint32]*loc)
 	get := func(site uint32) *loc {
 		if e.table[site] == nil {
 			e.table[site] = &loc{site: site}
@@ -213,10 +201,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		}
 	}
 	for _, l := range e.table {
-		if l != nil {
-			e.refreshOn(l)
-		}
+		e.refreshOn(l)
 	}
+	e.fast = newSiteTable(e.table)
 	if cfg.logPath != "" {
 		w, err := openLog(cfg.logPath)
 		if err != nil {
@@ -496,9 +483,7 @@ func (e *engine) finish() {
 	e.finishOnce.Do(func() {
 		e.stopped.Store(true)
 		for _, l := range e.table {
-			if l != nil {
-				l.on.Store(0)
-			}
+			l.on.Store(0)
 		}
 		start := e.clk.now()
 		// A delay in progress ends within its length; allow scheduling

@@ -86,10 +86,8 @@ func newTestEngine(t *testing.T, p *plans.Plan, mut func(*config)) *testEngine {
 
 // hit simulates goroutine g reaching site.
 func (e *testEngine) hit(site uint32, g uint64) {
-	if int(site) < len(e.table) {
-		if l := e.table[site]; l != nil && l.on.Load() != 0 {
-			e.event(l, g, 0x1000)
-		}
+	if l := e.fast.find(site); l != nil && l.on.Load() != 0 {
+		e.event(l, g, 0x1000)
 	}
 }
 
@@ -125,8 +123,8 @@ func count(recs []map[string]any, ev string, where func(map[string]any) bool) in
 func TestTableOnlyPlannedSites(t *testing.T) {
 	p := testPlan(location(3, 10*ms, 1, 5), location(4, 10*ms, 0, 6))
 	e := newTestEngine(t, p, nil)
-	if len(e.table) != 7 {
-		t.Fatalf("table has %d entries, want 7 (max site 6 + 1)", len(e.table))
+	if len(e.table) != 3 {
+		t.Fatalf("table has %d entries, want 3 (sites 3, 4 and 3's partner 5)", len(e.table))
 	}
 	for site, want := range map[uint32]bool{1: false, 3: true, 5: true, 4: false, 6: false} {
 		l := e.table[site]
@@ -599,7 +597,7 @@ func installTestEngine(tb testing.TB) func() {
 		tb.Fatal(err)
 	}
 	oldE, oldT := eng, table
-	eng, table = e, e.table
+	eng, table = e, e.fast
 	return func() { eng, table = oldE, oldT }
 }
 
@@ -623,7 +621,7 @@ func BenchmarkAtPlannedProbZero(b *testing.B) {
 
 func BenchmarkAtDisabled(b *testing.B) {
 	oldE, oldT := eng, table
-	eng, table = nil, nil
+	eng, table = nil, siteTable{}
 	defer func() { eng, table = oldE, oldT }()
 	var x int
 	b.ReportAllocs()
@@ -671,7 +669,7 @@ func BenchmarkAtDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	oldE, oldT := eng, table
-	eng, table = e, e.table
+	eng, table = e, e.fast
 	defer func() { eng, table = oldE, oldT }()
 	var x int
 	b.ReportAllocs()

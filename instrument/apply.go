@@ -22,22 +22,38 @@ import (
 // helper file generated into every instrumented package (helpers.go), which
 // imports the runtime under names user code cannot shadow.
 const (
-	hUse        = "_waflUse"
-	hStore      = "_waflStore"
-	hStoreAny   = "_waflStoreAny"
-	hInit       = "_waflInit"
-	hNil        = "_waflNil"
-	hSend       = "_waflSend"
-	hClose      = "_waflClose"
-	hPtrStore   = "_waflPtrStore"
-	hValueStore = "_waflValueStore"
-	hFork       = "_waflFork"
-	hAdopt      = "_waflAdopt"
-	hToken      = "_waflToken"
-	hExit       = "_waflExit"
-	hFinish     = "_waflFinish"
-	userMain    = "_waflTestMain"
-	tokenVar    = "_wafl_t"
+	hUse          = "_waflUse"
+	hStore        = "_waflStore"
+	hStoreAny     = "_waflStoreAny"
+	hInit         = "_waflInit"
+	hNil          = "_waflNil"
+	hSend         = "_waflSend"
+	hClose        = "_waflClose"
+	hPtrStore     = "_waflPtrStore"
+	hValueStore   = "_waflValueStore"
+	hPtrSwap      = "_waflPtrSwap"
+	hPtrCAS       = "_waflPtrCAS"
+	hValueSwap    = "_waflValueSwap"
+	hValueCAS     = "_waflValueCAS"
+	hStorePointer = "_waflStorePointer"
+	hSwapPointer  = "_waflSwapPointer"
+	hCASPointer   = "_waflCASPointer"
+	hWGAdd        = "_waflWGAdd"
+	hCtx0         = "_waflCtx0"
+	hCtxR         = "_waflCtxR"
+	hCtxA         = "_waflCtxA"
+	hCtxAR        = "_waflCtxAR"
+	hCtxAB        = "_waflCtxAB"
+	hWGDone       = "_waflWGDone"
+	hWGWait       = "_waflWGWait"
+	hWGGo         = "_waflWGGo"
+	hFork         = "_waflFork"
+	hAdopt        = "_waflAdopt"
+	hToken        = "_waflToken"
+	hExit         = "_waflExit"
+	hFinish       = "_waflFinish"
+	userMain      = "_waflTestMain"
+	tokenVar      = "_wafl_t"
 )
 
 // applier carries out one file's edits on its dst tree.
@@ -110,6 +126,22 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return call(hUse, siteLit(act.site), x)
 	case actAtomicStore:
 		return atomicStore(act, n.(*dst.CallExpr))
+	case actCtx:
+		return call(act.op, n.(dst.Expr))
+	case actWaitGroup:
+		ce := n.(*dst.CallExpr)
+		recv := unparen(ce.Fun).(*dst.SelectorExpr).X
+		if !act.ptr {
+			recv = addr(recv)
+		}
+		out := call(act.op, append([]dst.Expr{siteLit(act.site), recv}, ce.Args...)...)
+		out.Decs = ce.Decs
+		return out
+	case actAtomicFunc:
+		ce := n.(*dst.CallExpr)
+		out := call(act.op, append([]dst.Expr{siteLit(act.site)}, ce.Args...)...)
+		out.Decs = ce.Decs
+		return out
 	case actStore:
 		return storeHook(act.op, act.site, n.(dst.Expr), ap.clones[act.lhs])
 	case actExit:
@@ -139,17 +171,18 @@ func storeHook(op string, site uint32, v, slot dst.Expr) dst.Expr {
 	return call(hStore, siteLit(site), v, addr(slot))
 }
 
-// atomicStore rewrites E.Store(v) into _waflPtrStore/_waflValueStore(id, &E, v).
+// atomicStore rewrites E.Store(v) into _waflPtrStore/_waflValueStore(id, &E, v),
+// E.Swap(v) and E.CompareAndSwap(o, v) likewise.
 func atomicStore(act action, ce *dst.CallExpr) dst.Expr {
 	recv := unparen(ce.Fun).(*dst.SelectorExpr).X
 	if !act.ptr {
 		recv = addr(recv)
 	}
-	h := hPtrStore
-	if act.op == "value" {
-		h = hValueStore
-	}
-	out := call(h, siteLit(act.site), recv, ce.Args[0])
+	h := map[string]string{
+		"pointer.Store": hPtrStore, "pointer.Swap": hPtrSwap, "pointer.CompareAndSwap": hPtrCAS,
+		"value.Store": hValueStore, "value.Swap": hValueSwap, "value.CompareAndSwap": hValueCAS,
+	}[act.op+"."+act.method]
+	out := call(h, append([]dst.Expr{siteLit(act.site), recv}, ce.Args...)...)
 	out.Decs = ce.Decs
 	return out
 }

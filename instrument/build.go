@@ -157,6 +157,11 @@ type unit struct {
 	src   *packages.Package // "p [p.test]", or "p" without test files
 	xtest *packages.Package // "p_test [p.test]", may be nil
 	files map[string]string // original path -> rewritten path (this unit's)
+	// dep marks a package of the main module that the patterns did not
+	// match but a matched package's test binary links: it is instrumented
+	// as it would be if matched, so that a package's binary does not depend
+	// on the pattern, and neither built nor tested.
+	dep bool
 }
 
 func (b *builder) run(ctx context.Context) (*Result, error) {
@@ -169,10 +174,12 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	res.LoadTime = time.Since(t0)
 
 	t1 := time.Now()
-	alloc := &siteAlloc{}
+	alloc := &siteAlloc{log: func(format string, args ...any) { fmt.Fprintf(b.log, format, args...) }}
 	overlay := map[string]string{}
 	for _, u := range units {
-		res.Packages = append(res.Packages, u.pkg)
+		if !u.dep {
+			res.Packages = append(res.Packages, u.pkg)
+		}
 		if u.pkg.Err != nil {
 			continue
 		}
@@ -201,6 +208,9 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	}
 	var todo []*unit
 	for _, u := range units {
+		if u.dep {
+			continue
+		}
 		if u.pkg.Err != nil {
 			if !errors.Is(u.pkg.Err, ErrNoTestFiles) {
 				fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
@@ -266,15 +276,23 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		BuildFlags: flags,
 		Tests:      true,
 	}
-	pkgs, err := packages.Load(pcfg, patterns...)
+	deps, err := b.moduleDeps(ctx, patterns, flags)
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := packages.Load(pcfg, append(append([]string(nil), patterns...), deps...)...)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
+	}
+	isDep := map[string]bool{}
+	for _, d := range deps {
+		isDep[d] = true
 	}
 	byPath := map[string]*unit{}
 	get := func(path string) *unit {
 		u := byPath[path]
 		if u == nil {
-			u = &unit{pkg: &Package{ImportPath: path}, files: map[string]string{}}
+			u = &unit{pkg: &Package{ImportPath: path}, files: map[string]string{}, dep: isDep[path]}
 			byPath[path] = u
 		}
 		return u
@@ -329,6 +347,32 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 	}
 	sort.Slice(units, func(i, j int) bool { return units[i].pkg.ImportPath < units[j].pkg.ImportPath })
 	return units, nil
+}
+
+// moduleDeps lists the packages of the main module that the test binaries
+// of the packages matched by patterns link but the patterns do not match.
+func (b *builder) moduleDeps(ctx context.Context, patterns, flags []string) ([]string, error) {
+	for _, p := range patterns {
+		if p == "./..." && b.dir == b.modRoot {
+			return nil, nil // every package of the module is matched already
+		}
+	}
+	args := append([]string{"list", "-e", "-deps", "-test",
+		"-f", "{{if .DepOnly}}{{if not .ForTest}}{{with .Module}}{{if .Main}}{{$.ImportPath}}{{end}}{{end}}{{end}}{{end}}"}, flags...)
+	args = append(args, "--")
+	args = append(args, patterns...)
+	out, err := goCmd(ctx, b.dir, b.env, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the dependencies of %s: %w", strings.Join(patterns, " "), err)
+	}
+	var deps []string
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasSuffix(line, ".test") {
+			deps = append(deps, line)
+		}
+	}
+	sort.Strings(deps)
+	return deps, nil
 }
 
 func pkgDir(p *packages.Package) string {
@@ -395,6 +439,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
+	alloc.setPackage(u.pkg.ImportPath)
 	mainFound := false
 	for _, p := range []*packages.Package{u.src, u.xtest} {
 		if p == nil {
@@ -416,6 +461,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 		}
 		// Locals are shared per package; the files are rewritten in order.
 		shared := sharedLocals(p.TypesInfo, p.Syntax)
+		fl := newFlow(p.TypesInfo, p.Types, p.Syntax)
 		type named struct {
 			name string
 			f    *ast.File
@@ -435,7 +481,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			// Generated code that maps itself to another source keeps its
 			// mapping rather than getting ours.
 			lineDirectives := !hasLineDirectives(nf.f)
-			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
+			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, fl, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
 			if err != nil {
 				return err
 			}
@@ -502,16 +548,24 @@ func importsC(f *ast.File) bool {
 	return false
 }
 
-// buildAll builds the units' test binaries, a few at a time (the go
-// command parallelizes compiling; linking is serial per binary).
+// buildAll builds the units' test binaries: first all of them in one go
+// command (buildBatch), so that the packages they share — the standard
+// library, the runtime, the module's instrumented packages — are compiled
+// once and the go command schedules the work over all CPUs; then each unit
+// that has no binary after that (a failed build, a name clash) alone, a
+// few at a time, for its own error.
 func (b *builder) buildAll(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *siteAlloc) {
+	rest := units
+	if len(units) > 1 {
+		rest = b.buildBatch(ctx, units, modfile, overlay, alloc)
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if workers > 4 {
 		workers = 4
 	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	for _, u := range units {
+	for _, u := range rest {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
@@ -554,6 +608,12 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
 		return
 	}
+	b.built(u, bin, alloc, time.Since(start))
+}
+
+// built records the freshly built binary bin of u and writes its site
+// table.
+func (b *builder) built(u *unit, bin string, alloc *siteAlloc, took time.Duration) {
 	table := &sites.Table{Package: u.pkg.ImportPath, Sites: alloc.sites}
 	sitesPath := strings.TrimSuffix(bin, ".test") + ".sites.json"
 	if err := table.Save(sitesPath); err != nil {
@@ -561,7 +621,7 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		return
 	}
 	u.pkg.Binary, u.pkg.Sites = bin, sitesPath
-	fmt.Fprintf(b.log, "wafl: built %s (%v)\n", bin, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(b.log, "wafl: built %s (%v)\n", bin, took.Round(time.Millisecond))
 }
 
 // goCmd runs the go command and returns its stdout. The error carries the

@@ -1,5 +1,5 @@
 // Collection: walks the type-checked go/ast of one file in source order and
-// decides what to rewrite. It numbers the sites (siteAlloc), records an
+// decides what to rewrite. It numbers the sites (siteAlloc, siteid.go), records an
 // action on each original node to change, with every decision that needs
 // type information already taken, and notes the constructs it leaves alone
 // on purpose. It never touches the dst tree; apply.go does.
@@ -16,23 +16,16 @@ import (
 	"github.com/memorder/wafl/instrument/sites"
 )
 
-// siteAlloc hands out dense site ids across all files of one build.
-type siteAlloc struct {
-	sites []sites.Site
-}
-
-func (a *siteAlloc) add(s sites.Site) uint32 {
-	s.ID = uint32(len(a.sites) + 1)
-	a.sites = append(a.sites, s)
-	return s.ID
-}
-
 // collector decides what to rewrite in one file.
 type collector struct {
 	fset   *token.FileSet
 	info   *types.Info
 	shared map[*types.Var]bool // locals another goroutine can reach (escape.go)
+	flow   *flow               // which loads reach a dereference (loads.go)
 	alloc  *siteAlloc
+	decl   *types.Func    // the declared function being walked (nil in a package-level declaration)
+	pkg    *types.Package // the package of the file
+	derefs []token.Pos    // dereferences reached by the load whose site is made next (loads.go)
 	funcs  []string       // enclosing function names, innermost last
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
@@ -41,9 +34,13 @@ type collector struct {
 // collect returns the edits for file. Function bodies are walked in source
 // order, so that site ids follow the text. Package-level initializers run
 // before any goroutine exists; only function literals in them are walked.
-func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, alloc *siteAlloc, file *ast.File) *edits {
+func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File) *edits {
+	var pkg *types.Package
+	if fl != nil {
+		pkg = fl.pkg
+	}
 	c := &collector{
-		fset: fset, info: info, shared: shared, alloc: alloc,
+		fset: fset, info: info, shared: shared, flow: fl, alloc: alloc, pkg: pkg,
 		litSeq: map[string]int{},
 		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}},
 	}
@@ -54,8 +51,10 @@ func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, 
 				continue
 			}
 			c.funcs = append(c.funcs, declName(d))
+			c.decl, _ = info.Defs[d.Name].(*types.Func)
 			c.walk(d.Body)
 			c.funcs = c.funcs[:0]
+			c.decl = nil
 		case *ast.GenDecl:
 			ast.Inspect(d, func(n ast.Node) bool {
 				if lit, ok := n.(*ast.FuncLit); ok {
@@ -125,6 +124,13 @@ func (c *collector) visit(n, parent ast.Node) {
 	switch n := n.(type) {
 	case *ast.AssignStmt:
 		c.assign(n, parent)
+		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
+			c.loadAssign(n.Lhs, nil, n.Rhs)
+		}
+	case *ast.ValueSpec:
+		c.loadAssign(nil, n.Names, n.Values)
+	case *ast.ReturnStmt:
+		c.loadReturn(n)
 	case *ast.IncDecStmt:
 		c.mapWrite(n.X)
 	case *ast.SelectorExpr:
@@ -136,7 +142,7 @@ func (c *collector) visit(n, parent ast.Node) {
 	case *ast.IndexExpr:
 		c.arrayIndex(n)
 	case *ast.CallExpr:
-		c.call(n)
+		c.call(n, parent)
 	case *ast.SendStmt:
 		id := c.site("send", n, n.Chan)
 		c.ed.add(n.Chan, action{kind: actSend, site: id})
@@ -152,14 +158,16 @@ func (c *collector) visit(n, parent ast.Node) {
 func (c *collector) site(kind string, n ast.Node, expr ast.Expr) uint32 {
 	pos := c.fset.Position(n.Pos())
 	c.ed.numSites++
-	return c.alloc.add(sites.Site{
+	s := sites.Site{
 		Kind: kind,
 		File: pos.Filename,
 		Line: pos.Line,
 		Col:  pos.Column,
 		Expr: exprString(c.fset, expr),
 		Func: c.funcName(),
-	})
+	}
+	s.Derefs = derefLines(c.fset, s, c.derefs)
+	return c.alloc.add(s)
 }
 
 // note records why a construct at n is left alone.
@@ -248,37 +256,72 @@ func (c *collector) arrayIndex(n *ast.IndexExpr) {
 // atomicLoadUse records a use when e is p.Load() (atomic.Pointer) or
 // v.Load().(T) (atomic.Value) and the result is dereferenced.
 func (c *collector) atomicLoadUse(e ast.Expr) {
+	c.atomicLoad(e)
+}
+
+// atomicLoad records a use of the atomic when e is p.Load() (atomic.Pointer)
+// or v.Load().(T) (atomic.Value), and returns its site (0 if e is not one
+// or it already has one).
+func (c *collector) atomicLoad(e ast.Expr) uint32 {
 	e = ast.Unparen(e)
 	want := "pointer"
 	if ta, ok := e.(*ast.TypeAssertExpr); ok {
 		e, want = ast.Unparen(ta.X), "value"
 	}
 	call, ok := e.(*ast.CallExpr)
+	if ok && len(call.Args) == 1 && c.info.Types[call.Fun].IsType() {
+		return c.loadPointer(call.Args[0]) // (*T)(atomic.LoadPointer(a))
+	}
 	if !ok || len(call.Args) != 0 {
-		return
+		return 0
 	}
 	fsel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok || fsel.Sel.Name != "Load" {
-		return
+		return 0
 	}
 	kind, isPtr := atomicKind(typeOf(c.info, fsel.X))
 	if kind != want {
-		return
+		return 0
 	}
 	if !isPtr && !c.info.Types[fsel.X].Addressable() {
-		return
+		return 0
 	}
 	if c.ed.has(fsel.X, actAtomicUse) {
-		return
+		return 0
 	}
 	id := c.site("atomic-load", fsel, fsel.X)
 	c.ed.add(fsel.X, action{kind: actAtomicUse, site: id, ptr: isPtr})
+	return id
+}
+
+// loadPointer records a use of *a when e is atomic.LoadPointer(a).
+func (c *collector) loadPointer(e ast.Expr) uint32 {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || len(call.Args) != 1 {
+		return 0
+	}
+	fsel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return 0
+	}
+	fn, ok := c.info.Uses[fsel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "sync/atomic" || fn.Name() != "LoadPointer" {
+		return 0
+	}
+	if c.ed.has(call.Args[0], actAtomicUse) {
+		return 0
+	}
+	id := c.site("atomic-load", call, call.Args[0])
+	c.ed.add(call.Args[0], action{kind: actAtomicUse, site: id, ptr: true})
+	return id
 }
 
 // call: close(ch) disposes of the channel and uses its slot, x.fn() uses
 // the func-typed slot, p.Store(v) on an atomic.Pointer or atomic.Value
 // stores.
-func (c *collector) call(n *ast.CallExpr) {
+func (c *collector) call(n *ast.CallExpr, parent ast.Node) {
+	c.loadArgs(n)
+	c.funcArgs(n)
 	fun := ast.Unparen(n.Fun)
 	if id, ok := fun.(*ast.Ident); ok {
 		if b, ok := c.info.Uses[id].(*types.Builtin); ok {
@@ -296,15 +339,99 @@ func (c *collector) call(n *ast.CallExpr) {
 		c.use(n.Fun)
 		return
 	}
-	if fsel, ok := fun.(*ast.SelectorExpr); ok && fsel.Sel.Name == "Store" && len(n.Args) == 1 {
-		if sel := c.info.Selections[fsel]; sel != nil && sel.Kind() == types.MethodVal {
+	fsel, ok := fun.(*ast.SelectorExpr)
+	if !ok {
+		return
+	}
+	if g, ok := parent.(*ast.GoStmt); ok && g.Call == n {
+		return // go wg.Done(), go p.Store(v): the go statement gets Fork/Adopt instead
+	}
+	if sel := c.info.Selections[fsel]; sel != nil && sel.Kind() == types.MethodVal {
+		if c.waitGroup(n, fsel, sel) {
+			return
+		}
+		want := map[string]int{"Store": 1, "Swap": 1, "CompareAndSwap": 2}
+		if nargs, ok := want[fsel.Sel.Name]; ok && len(n.Args) == nargs {
 			kind, isPtr := atomicKind(typeOf(c.info, fsel.X))
 			if kind != "" && (isPtr || c.info.Types[fsel.X].Addressable()) {
-				id := c.site("atomic-store", n, fsel.X)
-				c.ed.add(n, action{kind: actAtomicStore, site: id, ptr: isPtr, op: kind})
+				id := c.site(atomicSiteKind(fsel.Sel.Name), n, fsel.X)
+				c.ed.add(n, action{kind: actAtomicStore, site: id, ptr: isPtr, op: kind, method: fsel.Sel.Name})
 			}
 		}
+		return
 	}
+	c.atomicPointerFunc(n, fsel)
+}
+
+// waitGroup records wg.Add(n), wg.Done(), wg.Wait() and wg.Go(f) on a
+// sync.WaitGroup (or a pointer to one, not an embedded one): Add of a
+// positive delta is an init of the WaitGroup, Done (and Add of a negative
+// delta) and Wait are uses, so that a delay before Add lets a Done or a
+// Wait run first (docs/instrumentation.md, "WaitGroups").
+func (c *collector) waitGroup(n *ast.CallExpr, fsel *ast.SelectorExpr, sel *types.Selection) bool {
+	if len(sel.Index()) != 1 || !isWaitGroup(typeOf(c.info, fsel.X)) {
+		return false
+	}
+	h, ok := map[string]string{"Add": hWGAdd, "Done": hWGDone, "Wait": hWGWait, "Go": hWGGo}[fsel.Sel.Name]
+	if !ok {
+		return false
+	}
+	_, isPtr := under(typeOf(c.info, fsel.X)).(*types.Pointer)
+	if !isPtr && !c.info.Types[fsel.X].Addressable() {
+		return false
+	}
+	id := c.site("wg-"+strings.ToLower(fsel.Sel.Name), n, fsel.X)
+	c.ed.add(n, action{kind: actWaitGroup, site: id, ptr: isPtr, op: h})
+	return true
+}
+
+// isWaitGroup reports whether t is sync.WaitGroup or a pointer to it.
+func isWaitGroup(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	t = types.Unalias(t)
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "sync" && n.Obj().Name() == "WaitGroup"
+}
+
+// atomicSiteKind is the site kind of an atomic method or function that
+// stores: "atomic-store", "atomic-swap", "atomic-cas".
+func atomicSiteKind(name string) string {
+	switch {
+	case strings.HasPrefix(name, "Swap"):
+		return "atomic-swap"
+	case strings.HasPrefix(name, "CompareAndSwap"):
+		return "atomic-cas"
+	}
+	return "atomic-store"
+}
+
+// atomicPointerFuncs are the sync/atomic functions on *unsafe.Pointer that
+// store, with their helpers (helpers.go).
+var atomicPointerFuncs = map[string]string{
+	"StorePointer":          hStorePointer,
+	"SwapPointer":           hSwapPointer,
+	"CompareAndSwapPointer": hCASPointer,
+}
+
+// atomicPointerFunc records atomic.StorePointer/SwapPointer/
+// CompareAndSwapPointer(addr, …): the store of the new value into *addr,
+// nil a dispose, non-nil an init.
+func (c *collector) atomicPointerFunc(n *ast.CallExpr, fsel *ast.SelectorExpr) {
+	fn, ok := c.info.Uses[fsel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "sync/atomic" {
+		return
+	}
+	h, ok := atomicPointerFuncs[fn.Name()]
+	if !ok || len(n.Args) < 2 {
+		return
+	}
+	id := c.site(atomicSiteKind(fn.Name()), n, n.Args[0])
+	c.ed.add(n, action{kind: actAtomicFunc, site: id, op: h})
 }
 
 // osExit records the replacement of os.Exit (qualified, or dot-imported)

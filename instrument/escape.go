@@ -15,7 +15,7 @@ import (
 // goroutine can reach and see change: those whose address is taken
 // (explicitly, by slicing an array, or by calling a pointer method on
 // them), and those captured by a function literal and assigned after their
-// declaration. Other locals cannot be shared, or hold one value for their
+// declaration, as a whole or a field or array element of them. Other locals cannot be shared, or hold one value for their
 // whole life once any closure can see them, so accesses to their slots are
 // not instrumented.
 func sharedLocals(info *types.Info, files []*ast.File) map[*types.Var]bool {
@@ -25,6 +25,11 @@ func sharedLocals(info *types.Info, files []*ast.File) map[*types.Var]bool {
 	lhsVar := func(e ast.Expr, decl bool) {
 		id, ok := ast.Unparen(e).(*ast.Ident)
 		if !ok {
+			// q.f = v, q.arr[i] = v: the local struct (or array) q
+			// changes.
+			if v := rootLocal(info, ast.Unparen(e)); v != nil {
+				assigned[v] = true
+			}
 			return
 		}
 		v, ok := info.Uses[id].(*types.Var)

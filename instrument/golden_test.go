@@ -6,10 +6,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/memorder/wafl/instrument/sites"
 	"golang.org/x/tools/txtar"
 )
 
@@ -50,15 +53,44 @@ func TestGolden(t *testing.T) {
 	}
 	cfg := Config{Dir: tmp, WorkDir: filepath.Join(tmp, ".wafl"), Patterns: []string{"./..."}}
 	var pkgs []*Package
+	var allSites []sites.Site
 	if testing.Short() {
 		// Rewrite only; building the binaries is what -short skips.
-		pkgs = rewriteOnly(t, cfg)
+		pkgs, allSites = rewriteOnly(t, cfg)
 	} else {
 		res, err := Build(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pkgs = res.Packages
+		for _, p := range pkgs {
+			if p.Err == nil {
+				tab, err := sites.Load(p.Sites)
+				if err != nil {
+					t.Fatal(err)
+				}
+				allSites = tab.Sites
+				break
+			}
+		}
+	}
+	// Site ids are hashes (sites.ID); the goldens show each site's index in
+	// the build's site table instead, so that they read in source order.
+	ordinal := map[string]string{}
+	for i, s := range allSites {
+		ordinal[strconv.FormatUint(uint64(s.ID), 10)] = strconv.Itoa(i + 1)
+	}
+	siteArg := regexp.MustCompile(`(_wafl[A-Za-z]+\()([0-9]+)(,)`)
+	denseIDs := func(src []byte) []byte {
+		return siteArg.ReplaceAllFunc(src, func(m []byte) []byte {
+			sm := siteArg.FindSubmatch(m)
+			n, ok := ordinal[string(sm[2])]
+			if !ok {
+				t.Errorf("site id %s not in the site table", sm[2])
+				return m
+			}
+			return []byte(string(sm[1]) + n + string(sm[3]))
+		})
 	}
 	built := map[string]*Package{}
 	for _, p := range pkgs {
@@ -113,7 +145,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got = bytes.ReplaceAll(got, []byte(tmp), []byte("$DIR"))
+				got = denseIDs(bytes.ReplaceAll(got, []byte(tmp), []byte("$DIR")))
 				files = append(files, txtar.File{Name: "want/" + f.Name, Data: got})
 				if w, ok := want[f.Name]; !ok || !bytes.Equal(w, got) {
 					changed = true
@@ -157,7 +189,7 @@ func writeFile(t testing.TB, path, data string) {
 }
 
 // rewriteOnly does what Build does up to writing the rewritten files.
-func rewriteOnly(t *testing.T, cfg Config) []*Package {
+func rewriteOnly(t *testing.T, cfg Config) ([]*Package, []sites.Site) {
 	t.Helper()
 	b, err := newBuilder(cfg)
 	if err != nil {
@@ -175,5 +207,5 @@ func rewriteOnly(t *testing.T, cfg Config) []*Package {
 		}
 		pkgs = append(pkgs, u.pkg)
 	}
-	return pkgs
+	return pkgs, alloc.sites
 }

@@ -37,6 +37,7 @@ package %s
 import (
 	_wafl %q
 	_wafl_lcc %q
+	_wafl_sync "sync"
 	_wafl_atomic "sync/atomic"
 	_wafl_unsafe "unsafe"
 )
@@ -144,6 +145,146 @@ func _waflHoist[T any](site uint32, p T) T {
 
 //go:noinline
 func _waflHoistSlow(site uint32) { _wafl.Before(site) }
+
+func _waflPtrSwap[T any](site uint32, p *_wafl_atomic.Pointer[T], v *T) *T {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(p), v == nil)
+	}
+	return p.Swap(v)
+}
+
+func _waflPtrCAS[T any](site uint32, p *_wafl_atomic.Pointer[T], old, v *T) bool {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(p), v == nil)
+	}
+	return p.CompareAndSwap(old, v)
+}
+
+func _waflValueSwap(site uint32, p *_wafl_atomic.Value, v any) any {
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(p))
+	}
+	return p.Swap(v)
+}
+
+func _waflValueCAS(site uint32, p *_wafl_atomic.Value, old, v any) bool {
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(p))
+	}
+	return p.CompareAndSwap(old, v)
+}
+
+func _waflStorePointer(site uint32, a *_wafl_unsafe.Pointer, v _wafl_unsafe.Pointer) {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
+	}
+	_wafl_atomic.StorePointer(a, v)
+}
+
+func _waflSwapPointer(site uint32, a *_wafl_unsafe.Pointer, v _wafl_unsafe.Pointer) _wafl_unsafe.Pointer {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
+	}
+	return _wafl_atomic.SwapPointer(a, v)
+}
+
+func _waflCASPointer(site uint32, a *_wafl_unsafe.Pointer, old, v _wafl_unsafe.Pointer) bool {
+	if _waflOn() {
+		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(a), v == nil)
+	}
+	return _wafl_atomic.CompareAndSwapPointer(a, old, v)
+}
+
+// WaitGroups: Add of a positive delta inits the WaitGroup, Done (Add of a
+// negative delta) and Wait use it.
+
+func _waflWGAdd(site uint32, wg *_wafl_sync.WaitGroup, delta int) {
+	if _waflOn() {
+		_waflWGAddSlow(site, _wafl_unsafe.Pointer(wg), delta)
+	}
+	wg.Add(delta)
+}
+
+//go:noinline
+func _waflWGAddSlow(site uint32, wg _wafl_unsafe.Pointer, delta int) {
+	if delta > 0 {
+		_wafl.Init(site, wg)
+	} else if delta < 0 {
+		_wafl.Use(site, wg)
+	}
+}
+
+func _waflWGDone(site uint32, wg *_wafl_sync.WaitGroup) {
+	if _waflOn() {
+		_waflUseSlow(site, _wafl_unsafe.Pointer(wg))
+	}
+	wg.Done()
+}
+
+func _waflWGWait(site uint32, wg *_wafl_sync.WaitGroup) {
+	if _waflOn() {
+		_waflUseSlow(site, _wafl_unsafe.Pointer(wg))
+	}
+	wg.Wait()
+}
+
+func _waflWGGo(site uint32, wg *_wafl_sync.WaitGroup, f func()) {
+	if _waflOn() {
+		_waflInitSlow(site, _wafl_unsafe.Pointer(wg))
+	}
+	// What WaitGroup.Go does (Go 1.25), written out so that the helper
+	// file builds with older toolchains.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f()
+	}()
+}
+
+// Func values handed to code wafl did not instrument carry their creation
+// context: run on another goroutine than their creator's, they adopt a
+// fork token taken when they were handed over (funcctx.go). With the hooks
+// off they are returned as they are.
+
+func _waflCtx0(f func()) func() {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func() { _wafl.AdoptCallback(t); f() }
+}
+
+func _waflCtxR[R any](f func() R) func() R {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func() R { _wafl.AdoptCallback(t); return f() }
+}
+
+func _waflCtxA[A any](f func(A)) func(A) {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A) { _wafl.AdoptCallback(t); f(a) }
+}
+
+func _waflCtxAR[A, R any](f func(A) R) func(A) R {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A) R { _wafl.AdoptCallback(t); return f(a) }
+}
+
+func _waflCtxAB[A, B any](f func(A, B)) func(A, B) {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A, b B) { _wafl.AdoptCallback(t); f(a, b) }
+}
 
 func _waflFork() _waflToken { return _wafl.Fork() }
 

@@ -29,8 +29,8 @@ type fileResult struct {
 // filename. With lineDirectives, statements that moved get /*line*/
 // directives back to their original lines; files that carry their own
 // //line directives are rewritten without.
-func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
-	ed := collect(fset, info, shared, alloc, file)
+func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
+	ed := collect(fset, info, shared, fl, alloc, file)
 	hoistLocks(fset, info, alloc, file, ed) // locks.go
 
 	dec := decorator.NewDecorator(fset)
@@ -79,6 +79,7 @@ type edits struct {
 	acts     map[ast.Node][]action
 	exitUse  map[string]bool // import names of os whose Exit was replaced
 	numSites int
+	numCtx   int      // func values wrapped with their creation context
 	notes    []string // constructs left alone on purpose, "file:line:col: why"
 }
 
@@ -104,7 +105,10 @@ const (
 	actSend                       // channel expr C -> _waflSend(id, C)
 	actClose                      // close(C) -> _waflClose(id, C)
 	actAtomicUse                  // atomic receiver E -> _waflUse(id, &E)
-	actAtomicStore                // E.Store(v) -> _waflPtrStore/_waflValueStore(id, &E, v)
+	actAtomicStore                // E.Store(v), E.Swap(v), E.CompareAndSwap(o, v) -> _waflPtrStore/…(id, &E, args…)
+	actWaitGroup                  // wg.Add(n) (Done, Wait, Go) -> _waflWGAdd(id, &wg, n)
+	actCtx                        // func value F handed to another package -> _waflCtx0(F) (…CtxR, CtxA, CtxAR, CtxAB)
+	actAtomicFunc                 // atomic.StorePointer(a, v) (Swap, CompareAndSwap) -> _waflStorePointer(id, a, v)
 	actTuple                      // L1, L2 = f() with slots -> block with temporaries
 	actGo                         // go statement -> Fork/Adopt
 	actExit                       // os.Exit -> _waflExit
@@ -116,10 +120,14 @@ type action struct {
 	// op is, for actStore, the store's op ("init", "dispose", "store",
 	// "store-any"; see storeOpFor) and, for actAtomicStore, the atomic's
 	// kind ("pointer", "value").
-	op    string
-	ptr   bool               // actAtomic*: receiver already a pointer
-	lhs   ast.Expr           // actStore: the slot stored to
-	slots map[int]*tupleSlot // actTuple: lhs index -> store
+	op  string
+	ptr bool // actAtomic*: receiver already a pointer
+	// method is, for actAtomicStore, the method: Store, Swap or
+	// CompareAndSwap. For actAtomicFunc and actWaitGroup, op is the
+	// helper's name.
+	method string
+	lhs    ast.Expr           // actStore: the slot stored to
+	slots  map[int]*tupleSlot // actTuple: lhs index -> store
 	// copyFun and copyArgs are, for actGo on a call of anything but a
 	// function literal, whether the function value and each argument are
 	// evaluated into temporaries (constants, nil and declared functions

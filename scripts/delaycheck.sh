@@ -55,6 +55,16 @@ points = {
     'appinsights/fixed': ('appinsights.go', 'm.lstnr = &listener{counts: make(map[string]int)}', 0),
     'netmq': ('netmq.go', '\t\tc.process(pkt)', 0),
     'netmq/fixed': ('netmq.go', '\t\tc.process(pkt)', 0),
+    'loadlocal': ('loadlocal.go', 'l := s.l // BUG', 0),
+    'loadlocal/fixed': ('loadlocal.go', '\tdefer close(s.done)', 0),
+    'atomicswap': ('atomicswap.go', '\tconn := c.conn.Load()', 0),
+    'atomicswap/fixed': ('atomicswap.go', '\tconn := c.conn.Load()', 0),
+    'capstruct': ('capstruct.go', 'ex.result = &Result{Output: out} // BUG', 0),
+    'capstruct/fixed': ('capstruct.go', '\t\tex.result = &Result{Output: out}', 0),
+    'wgdone': ('wgdone.go', 'b.wg.Add(1) // BUG', 0),
+    'wgdone/fixed': ('wgdone.go', '\t\tb.wg.Add(1)', 0),
+    'timerhandler': ('timerhandler.go', 'c.handler(msg) // BUG', 0),
+    'timerhandler/fixed': ('timerhandler.go', 'if h := c.handler; h != nil {', 0),
     # Hoisting kernels: the sleep goes before the Lock call (up 1), and
     # their gap is 50 ms, so the delay is 8 × DELAY.
     'lockaddr': ('lockaddr.go', '\ts.setListener(ln)', 1, 8),
@@ -78,7 +88,7 @@ for pkg, spec in points.items():
     open(path, 'w').write(src)
 PY
 cd "$work/examples"
-panics='panic: (runtime error: invalid memory address or nil pointer dereference|assignment to entry in nil map|send on closed channel|close of closed channel|close of nil channel)'
+panics='panic: (runtime error: invalid memory address or nil pointer dereference|assignment to entry in nil map|send on closed channel|close of closed channel|close of nil channel|sync: negative WaitGroup counter)'
 status=0
 for name in $(cut -f1 "$root/scripts/corpus.tsv" | grep -v '^#'); do
 	for pkg in "$name" "$name/fixed"; do

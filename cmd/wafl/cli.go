@@ -42,8 +42,13 @@ func Main() int {
 // run is Main with injectable arguments and streams, for tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	args, err := translateGoTestFlags(args)
+	if err == nil {
+		root.SetArgs(args)
+		err = root.ExecuteContext(ctx)
+	} else {
+		err = usageError{err}
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -62,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// The global flags and the streams; every command copies them into its
 	// own options once the flags are parsed.
-	common := &pipeline.Common{Stdout: stdout, Stderr: stderr}
+	common := &pipeline.Common{Stdout: stdout, Stderr: stderr, Self: selfName()}
 	root := &cobra.Command{
 		Use:   "wafl",
 		Short: "Find MEMORDER concurrency bugs in Go tests by active delay injection",
@@ -73,7 +78,9 @@ plans where and how long to delay; 'wafl detect' runs the tests with those delay
 and reports the panics they cause.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       Version() + " " + runtime.Version(),
 	}
+	root.SetVersionTemplate("wafl {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -88,6 +95,8 @@ and reports the panics they cause.`,
 		newInstrument(common),
 		newAnalyze(common),
 		newReport(common),
+		newReproduce(common),
+		newMerge(common),
 		newVersion(stdout),
 	)
 	return root
@@ -100,6 +109,10 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f.StringVar(&t.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
 	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
 	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "test runs in parallel")
+	f.Var(shardValue{&t.Shard}, "shard", "run only shard I of N of the tests (deterministic split; combine with 'wafl merge')")
+	f.BoolVar(&t.RetryFailing, "retry-failing", false, "run tests that failed or hung without delays on this build again (default: remembered and skipped)")
+	f.BoolVar(&t.Short, "short", false, "tell long-running tests to shorten their run time (as go test -short)")
+	f.StringVar(&t.CPU, "cpu", "", "GOMAXPROCS values to run each test with, comma-separated (as go test -cpu)")
 }
 
 func tagsFlag(cmd *cobra.Command, p *pipeline.Packages) {
@@ -297,6 +310,7 @@ func newReport(common *pipeline.Common) *cobra.Command {
 		},
 	}
 	reportFlags(cmd, &o.Reports, "print the report JSON")
+	cmd.Flags().StringVar(&o.HTML, "html", "", "also write the bugs as one self-contained HTML page with a timeline per bug to this file")
 	return cmd
 }
 

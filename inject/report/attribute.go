@@ -52,6 +52,9 @@ func allowed(b plans.Kind, k PanicKind) bool {
 		return true
 	case SendClosed, CloseClosed:
 		return b == plans.UseAfterDispose
+	case WGNegative, WGReuse:
+		// Done or Wait ran before the Add it pairs with (delayed Add).
+		return b == plans.UseBeforeInit
 	}
 	return false
 }
@@ -70,6 +73,14 @@ func newSiteIndex(tab *sites.Table) *siteIndex {
 	for _, s := range tab.Sites {
 		k := fmt.Sprintf("%s:%d", filepath.Clean(s.File), s.Line)
 		ix.byLine[k] = append(ix.byLine[k], s.ID)
+		// A load's value is dereferenced further on: a crash there is a
+		// crash at the load.
+		for _, d := range s.Derefs {
+			k := fmt.Sprintf("%s:%d", filepath.Clean(d.File), d.Line)
+			if !contains(ix.byLine[k], s.ID) {
+				ix.byLine[k] = append(ix.byLine[k], s.ID)
+			}
+		}
 	}
 	return ix
 }
@@ -92,6 +103,13 @@ func (ix *siteIndex) lookup(f Frame) []uint32 {
 	for _, s := range ix.tab.Sites {
 		if s.Line == f.Line && strings.HasSuffix(filepath.ToSlash(s.File), suffix) {
 			out = append(out, s.ID)
+			continue
+		}
+		for _, d := range s.Derefs {
+			if d.Line == f.Line && strings.HasSuffix(filepath.ToSlash(d.File), suffix) {
+				out = append(out, s.ID)
+				break
+			}
 		}
 	}
 	return out

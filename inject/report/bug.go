@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/memorder/wafl/instrument/sites"
@@ -22,10 +23,14 @@ type Report struct {
 
 // Bug is one MEMORDER bug as reported to a person or a tool.
 type Bug struct {
-	Kind    plans.Kind `json:"kind"`
-	Panic   string     `json:"panic"` // the Go panic message
-	Package string     `json:"package"`
-	Test    string     `json:"test"`
+	Kind  plans.Kind `json:"kind"`
+	Panic string     `json:"panic"` // the Go panic message
+	// PanicKind classifies Panic ("nil-deref", "send-closed",
+	// "waitgroup-negative", …); the WaitGroup kinds have SARIF rules of
+	// their own.
+	PanicKind PanicKind `json:"panic_kind,omitempty"`
+	Package   string    `json:"package"`
+	Test      string    `json:"test"`
 	// Delayed is ℓ1, where the delay was injected; Failing the site the
 	// panicking goroutine was at.
 	Delayed Location `json:"delayed"`
@@ -71,6 +76,11 @@ type Location struct {
 	// Hoisted is the lock acquisition the site's delay was injected
 	// before (the site is inside its critical section).
 	Hoisted *sites.Guard `json:"hoisted,omitempty"`
+	// CrashFile and CrashLine are, for the failing site, the line that
+	// panicked when it is not the site's own: the dereference of a value
+	// loaded at the site (a "load" site).
+	CrashFile string `json:"crash_file,omitempty"`
+	CrashLine int    `json:"crash_line,omitempty"`
 }
 
 // DelayInfo describes the delay that exposed the bug.
@@ -88,6 +98,13 @@ type Reproduce struct {
 	Wafl    string   `json:"wafl"`    // wafl command line
 	Command []string `json:"command"` // the test binary and its arguments
 	Env     []string `json:"env"`     // environment for Command
+	// Plan is the bug's own copy of the plan the run read, Sites the site
+	// table entries that plan mentions and BinaryHash the test binary it
+	// ran ("sha256:<hex>"): what 'wafl reproduce' needs, kept under the
+	// reports directory where later runs do not overwrite it.
+	Plan       string `json:"plan,omitempty"`
+	Sites      string `json:"sites,omitempty"`
+	BinaryHash string `json:"binary_hash,omitempty"`
 }
 
 // Shell returns Env and Command as one shell command line.
@@ -128,6 +145,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	b := &Bug{
 		Kind:               a.Kind,
 		Panic:              c.Panic,
+		PanicKind:          c.Kind,
 		Package:            in.Package,
 		Test:               in.Test,
 		How:                a.How,
@@ -137,8 +155,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		Run:                in.Run,
 		Runs:               len(in.Plan.Runs) + 1,
 		Seed:               in.Seed,
-		Goroutines:         c.Goroutines,
-		Stacks:             c.Text,
+		Goroutines:         userGoroutines(c.Goroutines),
+		Stacks:             userStacks(c.Text),
 		Delay: DelayInfo{
 			Ns: a.Delay.Ns, ActualNs: a.Delay.Actual, Goroutine: a.Delay.G,
 			Object: a.Delay.Obj, Instance: a.Delay.N, InProgress: !a.Delay.Ended,
@@ -147,6 +165,8 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	b.Failing.Frame = a.Frame.Func
 	if b.Failing.File == "" {
 		b.Failing.File, b.Failing.Line = a.Frame.File, a.Frame.Line
+	} else if a.Frame.Line != 0 && (a.Frame.Line != b.Failing.Line || !sameFile(a.Frame.File, b.Failing.File)) {
+		b.Failing.CrashFile, b.Failing.CrashLine = a.Frame.File, a.Frame.Line
 	}
 	if a.Kind == plans.UseAfterDispose || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
@@ -159,6 +179,15 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 			shellQuote("^"+in.Test+"$"), in.Seed, in.Package)
 	}
 	return b
+}
+
+// sameFile reports whether the frame's file (possibly relative, from a
+// -trimpath build) is the site's file.
+func sameFile(frame, site string) bool {
+	if filepath.IsAbs(frame) {
+		return filepath.Clean(frame) == filepath.Clean(site)
+	}
+	return strings.HasSuffix(filepath.ToSlash(site), "/"+filepath.ToSlash(frame))
 }
 
 // WriteJSON writes bugs as a report file body.
@@ -264,6 +293,9 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)
 		}
 		ew.printf("  failing:   %s\n", b.Failing)
+		if b.Failing.CrashLine != 0 {
+			ew.printf("             crashed at %s:%d, dereferencing the value loaded there\n", b.Failing.CrashFile, b.Failing.CrashLine)
+		}
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {
 			if b.Kind == plans.UseAfterDispose {

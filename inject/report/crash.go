@@ -19,14 +19,19 @@ const (
 	SendClosed  PanicKind = "send-closed"  // send on closed channel
 	CloseClosed PanicKind = "close-closed" // close of closed channel
 	CloseNil    PanicKind = "close-nil"    // close of nil channel
-	Timeout     PanicKind = "timeout"      // the testing package's -test.timeout panic
-	OtherPanic  PanicKind = "other"        // any other panic or fatal error
+	// A sync.WaitGroup used out of order: Done before the matching Add,
+	// Add for a new round before the previous Wait has returned (or
+	// concurrently with it).
+	WGNegative PanicKind = "waitgroup-negative" // sync: negative WaitGroup counter
+	WGReuse    PanicKind = "waitgroup-reuse"    // sync: WaitGroup is reused before previous Wait has returned / misuse
+	Timeout    PanicKind = "timeout"            // the testing package's -test.timeout panic
+	OtherPanic PanicKind = "other"              // any other panic or fatal error
 )
 
 // Memorder reports whether k is one of the panics a MEMORDER bug causes.
 func (k PanicKind) Memorder() bool {
 	switch k {
-	case NilDeref, NilMap, SendClosed, CloseClosed, CloseNil:
+	case NilDeref, NilMap, SendClosed, CloseClosed, CloseNil, WGNegative, WGReuse:
 		return true
 	}
 	return false
@@ -45,6 +50,11 @@ func classify(msg string) PanicKind {
 		return CloseClosed
 	case strings.Contains(msg, "close of nil channel"):
 		return CloseNil
+	case strings.Contains(msg, "sync: negative WaitGroup counter"):
+		return WGNegative
+	case strings.Contains(msg, "sync: WaitGroup is reused before previous Wait has returned"),
+		strings.Contains(msg, "sync: WaitGroup misuse: Add called concurrently with Wait"):
+		return WGReuse
 	case strings.HasPrefix(msg, "test timed out after"):
 		return Timeout
 	}

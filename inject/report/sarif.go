@@ -101,6 +101,10 @@ var sarifRules = []struct {
 		"An order violation between goroutines: a slot (field, variable, map, channel, func) is dereferenced before the goroutine that initializes it has stored it. wafl exposed it by delaying the initialization; the program panicked."},
 	{plans.UseAfterDispose, "UseAfterDispose", "A goroutine uses a value after another goroutine disposed of it.",
 		"An order violation between goroutines: a slot is dereferenced after another goroutine set it to nil or closed its channel. wafl exposed it by delaying the use; the program panicked."},
+	{plans.Kind(WGNegative), "WaitGroupNegativeCounter", "A WaitGroup's Done ran before the Add it matches.",
+		"An order violation on a sync.WaitGroup: a goroutine called Done (or Add with a negative delta) before another goroutine's matching Add, and the counter went negative (\"sync: negative WaitGroup counter\"). wafl exposed it by delaying the Add."},
+	{plans.Kind(WGReuse), "WaitGroupReuse", "A WaitGroup was reused before the previous Wait returned.",
+		"An order violation on a sync.WaitGroup: Add for a new round ran while a Wait of the previous round had not returned (\"sync: WaitGroup is reused before previous Wait has returned\", or Add called concurrently with Wait)."},
 }
 
 // WriteSARIF writes bugs as a SARIF 2.1.0 log with one run, one rule per
@@ -128,9 +132,13 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 		run.OriginalURIBaseIDs = map[string]sarifArtifactLoc{"%SRCROOT%": {URI: fileURI(root) + "/"}}
 	}
 	for _, b := range bugs {
+		rule := b.Kind
+		if b.PanicKind == WGNegative || b.PanicKind == WGReuse {
+			rule = plans.Kind(b.PanicKind)
+		}
 		idx := 0
 		for i, r := range sarifRules {
-			if r.kind == b.Kind {
+			if r.kind == rule {
 				idx = i
 			}
 		}
@@ -142,7 +150,7 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 			how = b.How.Describe()
 		}
 		res := sarifResult{
-			RuleID:    string(b.Kind),
+			RuleID:    string(rule),
 			RuleIndex: idx,
 			Level:     "error",
 			Message: sarifMessage{fmt.Sprintf("%s: %s panicked with %q %s (test %s, run %d, seed %d). Reproduce: %s",

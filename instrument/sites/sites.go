@@ -13,12 +13,15 @@ import (
 // Version is the site table format version.
 const Version = 1
 
-// Table is the site table of one package's test binary. Site ids are dense:
-// Sites[i].ID == i+1; id 0 means "no site".
+// Table is the site table of one package's test binary. Site ids are
+// sparse (sites.ID: a hash of package, position and kind, at most MaxID),
+// unique within a table; id 0 means "no site".
 type Table struct {
 	Version int    `json:"version"`
 	Package string `json:"package"` // import path of the package under test
 	Sites   []Site `json:"sites"`
+
+	index map[uint32]int // id -> index in Sites; built by Load and Index
 }
 
 // Site is one instrumented location.
@@ -32,6 +35,11 @@ type Site struct {
 	Col  int    `json:"col"`
 	Expr string `json:"expr"` // the slot expression as source text
 	Func string `json:"func"` // enclosing function, e.g. "(*Server).Close"
+	// Derefs are, for a load (kind "load", or an "atomic-load" into a
+	// local), the lines where the loaded value is dereferenced, or handed
+	// to the call or copy that leads there: a crash on one of them is a
+	// crash at this site.
+	Derefs []Ref `json:"derefs,omitempty"`
 	// Guard is the Lock/RLock call that guards the site when the site is
 	// inside a critical section its goroutine entered earlier in the same
 	// function (or in the caller of a helper): a delay at the site is
@@ -47,12 +55,48 @@ type Guard struct {
 	Col  int    `json:"col"`
 }
 
-// Lookup returns the site with the given id.
+// Ref is a line of a source file.
+type Ref struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// Lookup returns the site with the given id. Without an index (a table
+// built in code and not passed to Index) it searches.
 func (t *Table) Lookup(id uint32) (Site, bool) {
-	if id == 0 || int(id) > len(t.Sites) {
+	if id == 0 {
 		return Site{}, false
 	}
-	return t.Sites[id-1], true
+	if t.index != nil {
+		i, ok := t.index[id]
+		if !ok {
+			return Site{}, false
+		}
+		return t.Sites[i], true
+	}
+	for _, s := range t.Sites {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Site{}, false
+}
+
+// Index builds the id index Lookup uses and checks the ids: nonzero, at
+// most MaxID, unique. Call it before sharing the table between goroutines.
+func (t *Table) Index() error {
+	idx := make(map[uint32]int, len(t.Sites))
+	for i, s := range t.Sites {
+		if s.ID == 0 || s.ID > MaxID {
+			return fmt.Errorf("site %d has id %d, want 1..%d", i, s.ID, MaxID)
+		}
+		if j, dup := idx[s.ID]; dup {
+			return fmt.Errorf("sites %d and %d share id %d", j, i, s.ID)
+		}
+		idx[s.ID] = i
+	}
+	t.index = idx
+	return nil
 }
 
 // Load reads a site table.
@@ -68,10 +112,8 @@ func Load(path string) (*Table, error) {
 	if t.Version != Version {
 		return nil, fmt.Errorf("site table %s: version %d, want %d", path, t.Version, Version)
 	}
-	for i, s := range t.Sites {
-		if s.ID != uint32(i+1) {
-			return nil, fmt.Errorf("site table %s: site %d has id %d, want dense ids from 1", path, i, s.ID)
-		}
+	if err := t.Index(); err != nil {
+		return nil, fmt.Errorf("site table %s: %w", path, err)
 	}
 	return &t, nil
 }

@@ -64,7 +64,7 @@ const e2eBug = "eslgoeof"
 // miss in 4 runs is not bad luck but a regression.
 const e2eRuns = 6
 
-var candidates = regexp.MustCompile(`(\d+) events, (\d+) candidate pairs at (\d+) locations`)
+var candidates = regexp.MustCompile(`(\d+) events?, (\d+) candidate pairs? at (\d+) locations?`)
 
 // TestFieldEndToEnd runs one field bug through wafl as a user would: the
 // module version fetched through the Go module proxy (skipped when it is not

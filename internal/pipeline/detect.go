@@ -48,6 +48,7 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.unlock()
 	sum := s.sum
 	sort.Slice(sum.Bugs, func(i, k int) bool {
 		a, b := sum.Bugs[i], sum.Bugs[k]
@@ -60,9 +61,11 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		return nil, err
 	}
 	sum.Print(o.Stderr, true)
-	fmt.Fprintf(o.Stderr, "seed:     %d (repeat with --seed %d)\n", o.Seed, o.Seed)
-	fmt.Fprintf(o.Stderr, "%d bugs found\n", len(sum.Bugs))
-	return sum, nil
+	if sum.Err() == nil {
+		fmt.Fprintf(o.Stderr, "seed:     %d (repeat with --seed %d)\n", o.Seed, o.Seed)
+		fmt.Fprintln(o.Stderr, plural(len(sum.Bugs), "bug", "bugs")+" found")
+	}
+	return sum, s.finish(o.Stderr)
 }
 
 // siteTables caches each binary's site table.
@@ -149,6 +152,12 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 	pkg, test := j.pkg.ImportPath, j.test
 	planPath := s.ws.planPath(pkg, test)
 	plan, err := plans.Load(planPath)
+	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash {
+		if ferr := rememberedFailure(s.ws, j, o.RetryFailing); ferr != nil {
+			s.sum.add(func(s *Summary) { s.Tests++; s.FailPlain++; s.Remembered++ })
+			return nil, nil, ferr
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		s.prog.Printf("%s.%s has no plan yet: preparing it first\n", pkg, test)
@@ -164,6 +173,7 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 		}
 		s.sum.add(func(s *Summary) {
 			s.Tests++
+			s.Reused++
 			s.Bugs = append(s.Bugs, known...)
 			if !plan.Empty() {
 				s.WithCandidates++
@@ -230,7 +240,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		env = append(env, abi.Env(abi.EnvAblate, strings.Join(o.Ablate, ",")))
 	}
 	sub, skip := o.subtestArgs()
-	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: r.output()}
+	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
 	res, err := tr.run(ctx)
 	if err != nil {
 		return nil, err
@@ -243,13 +253,16 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		Env:  env, Run: r.n, Seed: r.seed,
 		LogPath: logPath, CrashPath: crashPath, Stderr: output,
 		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
-		// The live plan marks the pair as found, so reproducing starts
-		// from a fresh plan; the env/binary line repeats the run exactly.
-		Reproduce: fmt.Sprintf("wafl prepare --run '^%s$' %s && wafl detect --runs 1 --seed %d --run '^%s$' %s",
-			test, pkg, r.seed, test, pkg),
+		// saveBundle replaces it with 'wafl reproduce REPORT'.
+		Reproduce: fmt.Sprintf("%s detect --runs 1 --seed %d --run '^%s$' %s", o.Self, r.seed, test, pkg),
 	})
 	if err != nil {
 		return nil, err
+	}
+	if rr.Status == report.BugFound {
+		if err := saveBundle(s.ws, o.Self, j, runPlan, plan, tab, rr.Bug); err != nil {
+			return nil, err
+		}
 	}
 	plan.ApplyRun(rr.PlanOutcome())
 	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
@@ -380,6 +393,12 @@ func PrintReports(o ReportOptions, files []string) (int, error) {
 			return 0, err
 		}
 		bugs = append(bugs, r.Bugs...)
+	}
+	if o.HTML != "" {
+		if err := writeHTML(o.HTML, bugs); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(o.Stderr, "wrote %s (%s)\n", o.HTML, plural(len(bugs), "bug", "bugs"))
 	}
 	return len(bugs), printReports(&o.Common, o.Reports, ws.root, bugs)
 }

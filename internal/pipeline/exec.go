@@ -24,7 +24,8 @@ type testRun struct {
 	// "TestX/a/b"), Skip the --skip pattern when it names subtests.
 	Sub, Skip string
 	Timeout   time.Duration
-	Output    string // file receiving the combined stdout and stderr
+	Output    string   // file receiving the combined stdout and stderr
+	Extra     []string // more test binary flags (-test.short, -test.cpu)
 }
 
 // runResult is how a test process ended.
@@ -106,7 +107,7 @@ func (r testRun) args() []string {
 		// goroutine's stack, which says where the test hung.
 		args = append(args, "-test.timeout", (r.Timeout * 9 / 10).String())
 	}
-	return args
+	return append(args, r.Extra...)
 }
 
 // listTests lists the top-level tests of a test binary that match run and

@@ -26,6 +26,9 @@ type Common struct {
 	Dir     string // directory to run in (default: current directory)
 	WorkDir string // work directory (default: <module root>/.wafl)
 	Verbose bool
+	// Self is how reproduce lines name wafl (default "wafl"): the CLI sets
+	// the path it was started by when that was not a bare name.
+	Self string
 
 	Stdout, Stderr io.Writer // default: discard
 }
@@ -42,6 +45,27 @@ type Tests struct {
 	Run, Skip string
 	Timeout   time.Duration // per test run; a run that takes longer is killed (default DefaultTimeout)
 	Parallel  int           // test runs in parallel (default 1)
+	// RetryFailing runs tests that failed or hung without delays on the
+	// same build again (by default they are remembered and skipped).
+	RetryFailing bool
+	// Short and CPU are go test's -short and -cpu, passed to every test
+	// run as -test.short and -test.cpu.
+	Short bool
+	CPU   string
+	// Shard runs only this shard's share of the tests (--shard i/n).
+	Shard Shard
+}
+
+// binaryArgs are the test binary flags the options add to every run.
+func (t *Tests) binaryArgs() []string {
+	var args []string
+	if t.Short {
+		args = append(args, "-test.short")
+	}
+	if t.CPU != "" {
+		args = append(args, "-test.cpu", t.CPU)
+	}
+	return args
 }
 
 // Reports say how bug reports are printed.
@@ -87,6 +111,7 @@ type AnalyzeOptions struct {
 type ReportOptions struct {
 	Common
 	Reports
+	HTML string // also write the bugs as one self-contained HTML page here
 }
 
 func (p *Packages) defaults() {
@@ -106,6 +131,9 @@ func (t *Tests) defaults() {
 
 // streams fills the default output streams.
 func (c *Common) streams() {
+	if c.Self == "" {
+		c.Self = "wafl"
+	}
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
 	}
@@ -175,6 +203,15 @@ type workspace struct {
 	dir  string // where wafl runs (package patterns are relative to it)
 	root string // module root
 	work string // work directory
+}
+
+// rel returns path relative to the directory wafl runs in, when it is
+// under it.
+func (w *workspace) rel(path string) string {
+	if r, err := filepath.Rel(w.dir, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
 }
 
 func (w *workspace) path(elem ...string) string {

@@ -32,6 +32,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.unlock()
 	if len(s.sum.Bugs) > 0 { // preparation runs that crashed with a MEMORDER panic
 		if err := emitReports(&o.Common, Reports{}, s.ws, s.sum.Bugs); err != nil {
 			return nil, err
@@ -41,13 +42,17 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 	if n := len(s.sum.Bugs); n > 0 {
 		fmt.Fprintf(o.Stderr, "%d bugs exposed without delays\n", n)
 	}
-	return s.sum, nil
+	return s.sum, s.finish(o.Stderr)
 }
 
 // prepareTest runs one test with recording and analyzes its trace into
 // the test's plan. It returns a one-line account.
 func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (string, error) {
 	pkg, test := j.pkg.ImportPath, j.test
+	if err := rememberedFailure(s.ws, j, o.RetryFailing); err != nil {
+		s.sum.add(func(s *Summary) { s.Tests++; s.FailPlain++; s.Remembered++ })
+		return "", err
+	}
 	raw := s.ws.rawTracePath(pkg, test)
 	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
 		return "", err
@@ -64,6 +69,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 		Timeout: o.Timeout,
 		Output:  s.ws.logPath(pkg, test, "prepare.log"),
+		Extra:   o.binaryArgs(),
 	}.run(ctx)
 	if err != nil {
 		return "", err
@@ -71,16 +77,21 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 	s.sum.add(func(s *Summary) { s.Tests++ })
 	switch {
 	case res.TimedOut:
-		return "", &testError{note: "timeout",
-			err: fmt.Errorf("timed out after %s without delays; output in %s", o.Timeout, res.Output)}
+		err := fmt.Errorf("timed out after %s without delays; output in %s", o.Timeout, res.Output)
+		rememberFailure(s.ws, j, "timeout", err.Error(), res.Output)
+		s.sum.add(func(s *Summary) { s.FailPlain++ })
+		return "", &testError{note: "timeout", err: err}
 	case res.ExitCode != 0:
 		if err := prepCrash(s, j, res, sub, skip); err != nil {
 			return "", err
 		}
-		return "", &testError{note: "fails without delays",
-			err: fmt.Errorf("fails without delays (exit status %d); output in %s\n%s",
-				res.ExitCode, res.Output, failureExcerpt(res.Output))}
+		err := fmt.Errorf("fails without delays (exit status %d); output in %s\n%s",
+			res.ExitCode, res.Output, failureExcerpt(res.Output))
+		rememberFailure(s.ws, j, "fails without delays", err.Error(), res.Output)
+		s.sum.add(func(s *Summary) { s.FailPlain++ })
+		return "", &testError{note: "fails without delays", err: err}
 	}
+	forgetFailure(s.ws, j)
 	params := o.Params
 	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
 	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw)
@@ -96,8 +107,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 			s.WithCandidates++
 		}
 	})
-	return fmt.Sprintf("%d events, %d candidate pairs at %d locations (%s)",
-		stats.Events, stats.Candidates, stats.Locations, res.Duration.Round(time.Millisecond)), nil
+	return fmt.Sprintf("%s, %s at %s (%s)", plural(int(stats.Events), "event", "events"),
+		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
+		res.Duration.Round(time.Millisecond)), nil
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/instrument"
@@ -59,6 +60,11 @@ type session struct {
 	sum  *Summary
 	prog *progress
 	pkgs []*pkgBuild
+	// unlock releases the work directory's lock (lockWork); the workflow
+	// calls it when it has written everything.
+	unlock func()
+	// interrupted says how far the tests got when the context ended.
+	interrupted string
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the
@@ -72,23 +78,45 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := lockWork(ws)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlock()
+		}
+	}()
 	w.packages.defaults()
 	if w.tests != nil {
 		w.tests.defaults()
 	}
-	s := &session{ws: ws, sum: new(Summary)}
+	s := &session{ws: ws, sum: new(Summary), unlock: unlock}
 	if s.pkgs, err = build(ctx, w.common, w.packages, w.tests, ws, s.sum); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w while building the test binaries; nothing was run", ErrInterrupted)
+		}
 		return nil, err
 	}
 	if w.tests == nil {
+		ok = true
 		return s, nil
 	}
-	jobs := jobsOf(s.pkgs)
+	jobs := w.tests.Shard.pick(jobsOf(s.pkgs))
+	if w.tests.Shard.N > 1 {
+		s.sum.Shard = w.tests.Shard.String()
+	}
 	s.prog = newProgress(w.common.Stderr)
+	var done atomic.Int64
 	err = s.sum.phase(w.phase, func() error {
 		s.prog.Begin(w.phase, len(jobs))
 		return forEach(ctx, w.tests.Parallel, jobs, func(j job) {
 			bugs, note, err := w.each(ctx, s, j)
+			if err != nil && ctx.Err() != nil {
+				return // interrupted: the test did not finish
+			}
+			done.Add(1)
 			if err != nil {
 				var phase string
 				phase, note = classify(err, w.phase)
@@ -99,10 +127,31 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		})
 	})
 	s.prog.Close()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted (SIGINT): the caller prints what was done, keeps
+		// what was written, and returns ErrInterrupted.
+		s.interrupted = fmt.Sprintf("interrupted after %d of %d tests; plans and reports of the finished ones are kept", done.Load(), len(jobs))
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	ok = true
 	return s, nil
+}
+
+// ErrInterrupted is returned by a workflow stopped by its context (SIGINT)
+// after it printed what it had done.
+var ErrInterrupted = errors.New("interrupted")
+
+// finish prints why the workflow stopped early, if it did, and returns
+// ErrInterrupted then.
+func (s *session) finish(w io.Writer) error {
+	if s.interrupted == "" {
+		return nil
+	}
+	fmt.Fprintln(w, s.interrupted)
+	return ErrInterrupted
 }
 
 // problem records a Problem of test j.
@@ -236,6 +285,7 @@ func Instrument(ctx context.Context, o InstrumentOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.unlock()
 	for _, p := range s.pkgs {
 		fmt.Fprintf(o.Stdout, "%s\n\tbinary: %s\n\tsites:  %s (%d sites in %d files)\n",
 			p.ImportPath, p.Binary, p.Sites, p.NumSites, p.Files)

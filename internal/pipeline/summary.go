@@ -35,11 +35,15 @@ type Summary struct {
 
 	Packages       int // packages matched
 	PackagesBuilt  int
-	Tests          int // tests run at least once
-	Prepared       int // tests with a fresh plan
-	WithCandidates int // tests whose plan has delay candidates
-	Runs           int // detection runs
-	Delays         int // delays injected
+	Tests          int    // tests run at least once
+	Prepared       int    // tests with a fresh plan
+	Reused         int    // tests whose plan from an earlier invocation was current
+	FailPlain      int    // tests that fail or hang without delays (no plan)
+	Remembered     int    // of FailPlain, known from an earlier run on the same build and not run
+	Shard          string // "i/n" when only one shard of the tests ran
+	WithCandidates int    // tests whose plan has delay candidates
+	Runs           int    // detection runs
+	Delays         int    // delays injected
 	Bugs           []*report.Bug
 	Problems       []Problem
 	Phases         []Phase
@@ -86,9 +90,25 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 	defer s.mu.Unlock()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "packages: %d matched, %d built\n", s.Packages, s.PackagesBuilt)
-	fmt.Fprintf(w, "tests:    %d run, %d prepared, %d with delay candidates\n", s.Tests, s.Prepared, s.WithCandidates)
+	parts := []string{fmt.Sprintf("%d prepared now", s.Prepared)}
+	if detect || s.Reused > 0 {
+		parts = append(parts, fmt.Sprintf("%d with a current plan", s.Reused))
+	}
+	if s.FailPlain > 0 {
+		f := fmt.Sprintf("%d fail or hang without delays", s.FailPlain)
+		if s.Remembered > 0 {
+			f += fmt.Sprintf(" (%d remembered, not run again)", s.Remembered)
+		}
+		parts = append(parts, f)
+	}
+	shard := ""
+	if s.Shard != "" {
+		shard = " (shard " + s.Shard + ")"
+	}
+	fmt.Fprintf(w, "tests:    %d%s: %s; %d with delay candidates\n", s.Tests, shard, strings.Join(parts, ", "), s.WithCandidates)
 	if detect {
-		fmt.Fprintf(w, "detect:   %d runs, %d delays injected, %d bugs found\n", s.Runs, s.Delays, len(s.Bugs))
+		fmt.Fprintf(w, "detect:   %s, %s injected, %s found\n", plural(s.Runs, "run", "runs"),
+			plural(s.Delays, "delay", "delays"), plural(len(s.Bugs), "bug", "bugs"))
 	}
 	if len(s.Problems) > 0 {
 		probs := append([]Problem(nil), s.Problems...)
@@ -114,4 +134,12 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 
 func indent(s, prefix string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+// plural is "1 bug", "2 bugs", "0 bugs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

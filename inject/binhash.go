@@ -1,0 +1,57 @@
+package inject
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memorder/wafl/plans"
+)
+
+// checkBinary refuses a plan made for another test binary: site ids, and
+// with them every decision of the plan, mean something only in the binary
+// the plan was made for (docs/plan-format.md). A plan without a binary
+// hash (written by hand) is taken as it is. Hashing the executable is done
+// once per detection run, in Setup.
+func checkBinary(p *plans.Plan, planPath string) error {
+	want := p.Provenance.BinaryHash
+	if want == "" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("plan %s: cannot find this test binary to check it is the plan's: %v", planPath, err)
+	}
+	got, err := hashFile(exe)
+	if err != nil {
+		return fmt.Errorf("plan %s: cannot hash this test binary to check it is the plan's: %v", planPath, err)
+	}
+	if got != want {
+		return fmt.Errorf("plan %s was made for another build of %s (binary %s, this one is %s %s): "+
+			"its site ids mean nothing here; run 'wafl reproduce' on the bug's report, or 'wafl prepare' again",
+			planPath, p.Provenance.Package, short(want), exe, short(got))
+	}
+	return nil
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func short(hash string) string {
+	if len(hash) > 19 {
+		return hash[:19]
+	}
+	return hash
+}

@@ -1,0 +1,10 @@
+//go:build !unix
+
+package pipeline
+
+import "os"
+
+// Without flock the lock is not enforced.
+func tryLock(*os.File) error { return nil }
+
+func unlockFile(*os.File) {}

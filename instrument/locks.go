@@ -64,7 +64,7 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *siteAlloc, file *a
 				for _, s := range a.slots {
 					h.sitePos = append(h.sitePos, sitePos{s.site, n.Pos()})
 				}
-			} else if a.site != 0 && a.kind != actGo && a.kind != actExit {
+			} else if hoistable(a.kind) {
 				h.sitePos = append(h.sitePos, sitePos{a.site, n.Pos()})
 			}
 		}
@@ -101,6 +101,9 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *siteAlloc, file *a
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
+		if id == 0 || int(id) > len(alloc.sites) {
+			continue
+		}
 		lc := h.guarded[id]
 		alloc.sites[id-1].Guard = lc.guard
 		ed.add(lc.recv, action{kind: actHoist, site: id, ptr: lc.ptr})
@@ -319,4 +322,14 @@ func hoistRecv(act action, x dst.Expr) dst.Expr {
 		return call(hHoist, siteLit(act.site), x)
 	}
 	return paren(&dst.StarExpr{X: call(hHoist, siteLit(act.site), addr(x))})
+}
+
+// hoistable reports whether an action of kind k carries a site id of an
+// access a delay may be injected at.
+func hoistable(k actKind) bool {
+	switch k {
+	case actUse, actStore, actSend, actClose, actAtomicUse, actAtomicStore:
+		return true
+	}
+	return false
 }

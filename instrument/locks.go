@@ -100,12 +100,17 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *siteAlloc, file *a
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	index := make(map[uint32]int, len(alloc.sites))
+	for i := range alloc.sites {
+		index[alloc.sites[i].ID] = i
+	}
 	for _, id := range ids {
-		if id == 0 || int(id) > len(alloc.sites) {
+		i, ok := index[id]
+		if id == 0 || !ok {
 			continue
 		}
 		lc := h.guarded[id]
-		alloc.sites[id-1].Guard = lc.guard
+		alloc.sites[i].Guard = lc.guard
 		ed.add(lc.recv, action{kind: actHoist, site: id, ptr: lc.ptr})
 	}
 }

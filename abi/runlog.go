@@ -21,6 +21,10 @@ const (
 	// channel); written before the runtime panics, so that a panic user
 	// code recovers is still seen.
 	EvPanic  = "panic"
+	// EvLate: a partner access came right after a delay at ℓ1 ended (the
+	// delay was too short, or the partner waited for it): ApplyRun grows
+	// ℓ1's delay; happens-before inference prunes only a grown delay.
+	EvLate   = "late"
 	EvLoc    = "loc"    // final state of one location, written by Finish
 	EvFinish = "finish" // last line: totals, written by Finish
 )
@@ -70,6 +74,7 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvHB, Keys: []string{"first", "second", "id", "g", "delay_g", "gap", "delay_ns"}},
 	{Ev: EvReorder, Keys: []string{"first", "second", "id", "g", "delay_g", "obj"}},
 	{Ev: EvPanic, Keys: []string{"site", "g", "obj", "kind"}},
+	{Ev: EvLate, Keys: []string{"first", "second", "id", "g", "need_ns", "delay_ns"}},
 	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
 	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns"}},
 }

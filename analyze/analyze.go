@@ -35,6 +35,9 @@ type Options struct {
 	// and, halved, of the interference log (beyond it, a temporary file).
 	// Default 256 MiB.
 	MemoryBudget int64
+	// NoForkOrder keeps pairs that fork edges order (parent-child
+	// pruning off): an ablation for the thesis's Table 6.4.
+	NoForkOrder bool
 	// Tool is the wafl version written into the plan's provenance.
 	Tool string
 	// Trace is the trace path written into the plan's provenance (File
@@ -178,6 +181,7 @@ type analysis struct {
 	ctx     context.Context
 	open    Opener
 	delta   int64
+	noFork  bool  // Options.NoForkOrder
 	budget  int64 // Options.MemoryBudget or its default
 	tempDir string
 	tune    *tuning
@@ -193,7 +197,7 @@ func newAnalysis(ctx context.Context, open Opener, delta int64, opts Options, tu
 		budget = 256 << 20
 	}
 	return &analysis{
-		ctx: ctx, open: open, delta: delta, budget: budget, tempDir: opts.TempDir, tune: tune,
+		ctx: ctx, open: open, delta: delta, noFork: opts.NoForkOrder, budget: budget, tempDir: opts.TempDir, tune: tune,
 		forest: newForest(), stats: &Stats{}, checks: newCheckRows(budget),
 	}
 }

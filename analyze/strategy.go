@@ -59,6 +59,7 @@ func newStreaming(a *analysis) *streaming {
 		horizon: reorderHorizon,
 		maxHeld: int(a.budget / 4 / 40), // a quarter of the budget at 40 B a row
 	}
+	s.sp.p.noFork = a.noFork
 	if a.tune.reorderHorizon != 0 {
 		s.horizon = int64(a.tune.reorderHorizon)
 	}

@@ -153,6 +153,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
 	case actCheckChan, actCheckFlag, actCheckAtomicBool:
 		return ap.editCheck(act, n)
+	case actHoist:
+		return hoistRecv(act, n.(dst.Expr)) // locks.go
 	}
 	return n
 }

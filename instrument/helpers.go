@@ -134,6 +134,18 @@ func _waflValueStore(site uint32, p *_wafl_atomic.Value, v any) {
 	p.Store(v)
 }
 
+// _waflHoist injects the delay of a site inside a critical section before
+// the Lock/RLock call that guards it; p is the lock call's receiver.
+func _waflHoist[T any](site uint32, p T) T {
+	if _waflOn() {
+		_waflHoistSlow(site)
+	}
+	return p
+}
+
+//go:noinline
+func _waflHoistSlow(site uint32) { _wafl.Before(site) }
+
 func _waflPtrSwap[T any](site uint32, p *_wafl_atomic.Pointer[T], v *T) *T {
 	if _waflOn() {
 		_waflPtrStoreSlow(site, _wafl_unsafe.Pointer(p), v == nil)

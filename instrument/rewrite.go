@@ -31,6 +31,7 @@ type fileResult struct {
 // //line directives are rewritten without.
 func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
 	ed := collect(fset, info, shared, fl, alloc, file)
+	hoistLocks(fset, info, alloc, file, ed) // locks.go
 
 	dec := decorator.NewDecorator(fset)
 	df, err := dec.DecorateFile(file)

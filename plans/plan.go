@@ -39,6 +39,9 @@ type Params struct {
 	// GraceNs is how long the runtime waits after the test returned for
 	// delayed goroutines to perform their delayed access.
 	GraceNs int64 `json:"grace_ns"`
+	// LoadFactor is the factor NearMissNs and MaxDelayNs were scaled by
+	// for a loaded preparation run (Overrides.LoadFactor); absent: 1.
+	LoadFactor float64 `json:"load_factor,omitempty"`
 }
 
 // Provenance says where a plan came from.
@@ -106,6 +109,11 @@ type Location struct {
 	Interference []uint32 `json:"interference,omitempty"`
 	// Delays counts the delays injected here over all detection runs.
 	Delays int `json:"delays,omitempty"`
+	// Grown counts the times a detection run saw a partner arrive right
+	// after a delay here ended and ApplyRun lengthened DelayNs (GrowDelay).
+	// Happens-before inference prunes a pair of a location only once it
+	// has grown (or its delay is at MaxDelayNs).
+	Grown int `json:"grown,omitempty"`
 }
 
 // Pair is one candidate {ℓ1, ℓ2}.

@@ -44,7 +44,12 @@ type Bug struct {
 	// Recovered is set when user code recovered the panic (the test
 	// failed without a crash); the runtime logged it before it happened.
 	Recovered bool      `json:"recovered,omitempty"`
-	Reordered bool      `json:"reordered,omitempty"`
+	Reordered bool `json:"reordered,omitempty"`
+	// How says how the crash came about (report.How: delay-in-progress,
+	// after-delay, delay-decision, natural-schedule, preparation-run) and
+	// HowDetail what the run log shows for it.
+	How       How       `json:"how,omitempty"`
+	HowDetail string    `json:"how_detail,omitempty"`
 	Delay     DelayInfo `json:"delay"`
 	// PanickingGoroutine is the goroutine that panicked.
 	PanickingGoroutine int64 `json:"panicking_goroutine"`
@@ -71,6 +76,9 @@ type Location struct {
 	Func string `json:"func,omitempty"` // enclosing function
 	// Frame is the stack frame's function, for the failing site.
 	Frame string `json:"frame,omitempty"`
+	// Hoisted is the lock acquisition the site's delay was injected
+	// before (the site is inside its critical section).
+	Hoisted *sites.Guard `json:"hoisted,omitempty"`
 	// CrashFile and CrashLine are, for the failing site, the line that
 	// panicked when it is not the site's own: the dereference of a value
 	// loaded at the site (a "load" site).
@@ -130,6 +138,7 @@ func siteLocation(tab *sites.Table, id uint32) Location {
 		if s, ok := tab.Lookup(id); ok {
 			loc.File, loc.Line, loc.Col = s.File, s.Line, s.Col
 			loc.Op, loc.Expr, loc.Func = s.Kind, s.Expr, s.Func
+			loc.Hoisted = s.Guard
 		}
 	}
 	return loc
@@ -142,6 +151,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		PanicKind:          c.Kind,
 		Package:            in.Package,
 		Test:               in.Test,
+		How:                a.How,
 		Delayed:            siteLocation(in.Sites, a.Delay.Site),
 		Failing:            siteLocation(in.Sites, a.Failing),
 		PanickingGoroutine: c.Goroutine,
@@ -268,12 +278,27 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		} else {
 			ew.printf("  panic:     %s\n", b.Panic)
 		}
-		state := "ended"
-		if b.Delay.InProgress {
-			state = "in progress at the crash"
+		if b.How != "" {
+			ew.printf("  how:       %s\n", b.How.Describe())
+			if b.HowDetail != "" {
+				ew.printf("             %s\n", b.HowDetail)
+			}
 		}
-		ew.printf("  delayed:   %s\n", b.Delayed)
-		ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		switch {
+		case b.How == HowPreparation:
+		case b.How == HowNatural || b.How == HowDecision:
+			ew.printf("  delayed:   %s\n", b.Delayed)
+		default:
+			state := "ended"
+			if b.Delay.InProgress {
+				state = "in progress at the crash"
+			}
+			ew.printf("  delayed:   %s\n", b.Delayed)
+			ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		}
+		if b.Delayed.Hoisted != nil {
+			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)
+		}
 		ew.printf("  failing:   %s\n", b.Failing)
 		if b.Failing.CrashLine != 0 {
 			ew.printf("             crashed at %s:%d, dereferencing the value loaded there\n", b.Failing.CrashFile, b.Failing.CrashLine)

@@ -22,6 +22,9 @@ type Log struct {
 	// abi.MaxProbSkipRecords); the loc and finish records have exact totals.
 	Skips  []Skip
 	Prunes []Prune // pairs pruned by happens-before inference
+	// Late are partner accesses that came right after a delay ended
+	// (the delay grows in the plan).
+	Late []Late
 	// Reorders are accesses at watched sites to the object of a delay in
 	// progress in another goroutine (at most abi.MaxReorderRecords per run).
 	Reorders []Reorder
@@ -90,6 +93,18 @@ type Prune struct {
 	G       uint64 `json:"g"`       // the stalled goroutine
 	DelayG  uint64 `json:"delay_g"` // the delayed goroutine
 	Gap     int64  `json:"gap"`
+	DelayNs int64  `json:"delay_ns"`
+}
+
+// Late is partner site Second reached by goroutine G right after delay
+// Delay at First ended, NeedNs after it started.
+type Late struct {
+	T       int64  `json:"t"`
+	First   uint32 `json:"first"`
+	Second  uint32 `json:"second"`
+	Delay   uint64 `json:"id"`
+	G       uint64 `json:"g"`
+	NeedNs  int64  `json:"need_ns"`
 	DelayNs int64  `json:"delay_ns"`
 }
 
@@ -235,6 +250,12 @@ func (lg *Log) add(line []byte) error {
 			return err
 		}
 		lg.Prunes = append(lg.Prunes, p)
+	case abi.EvLate:
+		var l Late
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		lg.Late = append(lg.Late, l)
 	case abi.EvReorder:
 		var r Reorder
 		if err := json.Unmarshal(line, &r); err != nil {

@@ -144,12 +144,19 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 				idx = i
 			}
 		}
+		how := fmt.Sprintf("after wafl delayed %s at %s:%d", describe(b.Delayed), filepath.Base(b.Delayed.File), b.Delayed.Line)
+		switch b.How {
+		case HowNatural, HowDecision:
+			how = fmt.Sprintf("%s (pair with %s at %s:%d)", b.How.Describe(), describe(b.Delayed), filepath.Base(b.Delayed.File), b.Delayed.Line)
+		case HowPreparation:
+			how = b.How.Describe()
+		}
 		res := sarifResult{
 			RuleID:    string(rule),
 			RuleIndex: idx,
 			Level:     "error",
-			Message: sarifMessage{fmt.Sprintf("%s: %s panicked with %q after wafl delayed %s at %s:%d (test %s, run %d, seed %d). Reproduce: %s",
-				b.Kind, describe(b.Failing), b.Panic, describe(b.Delayed), filepath.Base(b.Delayed.File), b.Delayed.Line,
+			Message: sarifMessage{fmt.Sprintf("%s: %s panicked with %q %s (test %s, run %d, seed %d). Reproduce: %s",
+				b.Kind, describe(b.Failing), b.Panic, how,
 				b.Test, b.Run, b.Seed, b.Reproduce.Wafl)},
 			Locations: []sarifLocation{{PhysicalLocation: physical(b.Failing, root)}},
 			PartialFingerprints: map[string]string{
@@ -157,9 +164,12 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 			},
 			Properties: map[string]any{"package": b.Package, "test": b.Test, "seed": b.Seed, "run": b.Run},
 		}
-		id := 1
-		res.RelatedLocations = append(res.RelatedLocations, sarifLocation{ID: ptr(id),
-			PhysicalLocation: physical(b.Delayed, root), Message: &sarifMessage{"delayed here: " + describe(b.Delayed)}})
+		id := 0
+		if b.Delayed.File != "" {
+			id++
+			res.RelatedLocations = append(res.RelatedLocations, sarifLocation{ID: ptr(id),
+				PhysicalLocation: physical(b.Delayed, root), Message: &sarifMessage{"delayed here: " + describe(b.Delayed)}})
+		}
 		if b.Partner != nil {
 			id++
 			what := "disposed here: "

@@ -20,7 +20,7 @@ const (
 	// MEMORDER panic (close of a closed or nil channel, send on a closed
 	// channel); written before the runtime panics, so that a panic user
 	// code recovers is still seen.
-	EvPanic  = "panic"
+	EvPanic = "panic"
 	// EvLate: a partner access came right after a delay at ℓ1 ended (the
 	// delay was too short, or the partner waited for it): ApplyRun grows
 	// ℓ1's delay; happens-before inference prunes only a grown delay.

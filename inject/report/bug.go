@@ -43,7 +43,7 @@ type Bug struct {
 	// the goroutine that ran ℓ2 during the delay.
 	// Recovered is set when user code recovered the panic (the test
 	// failed without a crash); the runtime logged it before it happened.
-	Recovered bool      `json:"recovered,omitempty"`
+	Recovered bool `json:"recovered,omitempty"`
 	Reordered bool `json:"reordered,omitempty"`
 	// How says how the crash came about (report.How: delay-in-progress,
 	// after-delay, delay-decision, natural-schedule, preparation-run) and

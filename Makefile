@@ -8,7 +8,7 @@ EXAMPLES := $(CURDIR)/examples
 DEMO    ?= ./...
 BUG     ?=
 
-.PHONY: all build test test-short bench lint demo repro corpus eval field clean
+.PHONY: all build test test-short bench lint demo repro corpus eval field field-runs overhead clean
 
 all: build
 
@@ -30,6 +30,11 @@ test-short:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./hook/... ./lcc/... ./record/... ./inject/... ./instrument/...
+
+# wafl next to go test and go test -race on x/sync, conc, zap and ants:
+# writes docs/benchmarks-overhead.md (scripts/overhead.sh; ROUNDS=3).
+overhead:
+	scripts/overhead.sh
 
 lint:
 	$(GO) vet ./...
@@ -63,3 +68,17 @@ clean:
 FIELDFLAGS ?=
 field: build
 	$(GO) run ./internal/fieldbench/cmd/fieldbench -wafl $(WAFL) $(FIELDFLAGS) $(BUG)
+
+# Field runs (issue 11): wafl prepare + detect on pinned real modules
+# (scripts/fieldruns/modules.tsv), tabulated in docs/field-runs.md with the
+# stored results of other labels (scripts/fieldruns/results.json).
+# make field-runs                      rerun the "after" column with bin/wafl
+# make field-runs BEFORE=/tmp/wafl-before@8843844   rerun both columns
+# make field-runs MOD="xsync zap"      only these modules
+# FIELDRUNSFLAGS="-baseline-only"      only prepare vs plain go test (x/sync, zap)
+BEFORE ?=
+AFTER  ?= $(WAFL)
+MOD    ?=
+FIELDRUNSFLAGS ?=
+field-runs: build
+	$(GO) run ./internal/fieldruns/cmd/fieldruns $(if $(BEFORE),-bin before=$(BEFORE)) -bin after=$(AFTER) $(FIELDRUNSFLAGS) $(MOD)

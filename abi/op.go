@@ -10,10 +10,15 @@ const (
 	OpUse     Op = 2 // the value in a slot is dereferenced (x.f.g, x.f.M(), x.m[k] = v, x.ch <- v)
 	OpDispose Op = 3 // a slot goes non-nil -> nil, or its channel is closed
 	OpFork    Op = 4 // an instrumented go statement started a goroutine (trace only)
+	// OpCheck: a goroutine has just checked whether an object was disposed
+	// (a select case on a channel with a default, a closed flag's load) and
+	// may act on the answer (dispose it). The event comes after the check,
+	// so a delay there sits between the check and the act.
+	OpCheck Op = 5
 )
 
 // NumOps bounds the op codes: every valid Op is below it.
-const NumOps = 5
+const NumOps = 6
 
 // FormatVersion is the version of the event format: the op codes, their
 // arguments and the raw record layout. It is written into every raw spill
@@ -40,6 +45,7 @@ var Specs = [NumOps]Spec{
 	OpInit:    {Op: OpInit, Name: "init", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes nil -> non-nil"},
 	OpUse:     {Op: OpUse, Name: "use", Obj: "slot", Clock: "clock", Site: "site", Doc: "the value in a slot is (or will be) dereferenced"},
 	OpDispose: {Op: OpDispose, Name: "dispose", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes non-nil -> nil, or its channel is closed"},
+	OpCheck:   {Op: OpCheck, Name: "check", Obj: "checked object (channel, flag)", Clock: "clock", Site: "site", Doc: "the goroutine just checked whether the object was disposed and may act on it"},
 	OpFork:    {Op: OpFork, Name: "fork", Obj: "child goroutine", Clock: "parent's own counter at the fork", Doc: "goroutine g (the parent) started the child with an instrumented go statement"},
 }
 
@@ -48,6 +54,9 @@ func (o Op) Valid() bool { return o > OpNone && o < NumOps }
 
 // Access reports whether o is a memory access (init, use or dispose).
 func (o Op) Access() bool { return o >= OpInit && o <= OpDispose }
+
+// Sited reports whether o happens at a site: an access or a check.
+func (o Op) Sited() bool { return o.Access() || o == OpCheck }
 
 func (o Op) String() string {
 	if o < NumOps {

@@ -16,8 +16,17 @@ const (
 	// EvReorder: a watched site touched the object of a delay in progress
 	// in another goroutine (the delay reordered the accesses).
 	EvReorder = "reorder"
-	EvLoc     = "loc"    // final state of one location, written by Finish
-	EvFinish  = "finish" // last line: totals, written by Finish
+	// EvPanic: an instrumented operation is about to panic with a
+	// MEMORDER panic (close of a closed or nil channel, send on a closed
+	// channel); written before the runtime panics, so that a panic user
+	// code recovers is still seen.
+	EvPanic = "panic"
+	// EvLate: a partner access came right after a delay at ℓ1 ended (the
+	// delay was too short, or the partner waited for it): ApplyRun grows
+	// ℓ1's delay; happens-before inference prunes only a grown delay.
+	EvLate   = "late"
+	EvLoc    = "loc"    // final state of one location, written by Finish
+	EvFinish = "finish" // last line: totals, written by Finish
 )
 
 // Skip reasons: the "why" field of EvSkip records.
@@ -27,6 +36,17 @@ const (
 	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
 	SkipProbability  = "probability"   // the draw said no (P < 1)
 )
+
+// Panic kinds: the "kind" field of EvPanic records (the names inject/report
+// gives the same panics).
+const (
+	PanicCloseClosed = "close-closed" // close of closed channel
+	PanicCloseNil    = "close-nil"    // close of nil channel
+	PanicSendClosed  = "send-closed"  // send on closed channel
+)
+
+// MaxPanicRecords bounds the EvPanic lines of one run.
+const MaxPanicRecords = 1000
 
 // Bounds on the lines of one run: skip and reorder lines beyond them are
 // not written; the totals in the EvLoc and EvFinish records stay exact.
@@ -53,6 +73,8 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvSkip, Keys: []string{"site", "g", "n", "why"}, Optional: []string{"by"}},
 	{Ev: EvHB, Keys: []string{"first", "second", "id", "g", "delay_g", "gap", "delay_ns"}},
 	{Ev: EvReorder, Keys: []string{"first", "second", "id", "g", "delay_g", "obj"}},
+	{Ev: EvPanic, Keys: []string{"site", "g", "obj", "kind"}},
+	{Ev: EvLate, Keys: []string{"first", "second", "id", "g", "need_ns", "delay_ns"}},
 	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
 	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns"}},
 }

@@ -35,6 +35,9 @@ type Options struct {
 	// and, halved, of the interference log (beyond it, a temporary file).
 	// Default 256 MiB.
 	MemoryBudget int64
+	// NoForkOrder keeps pairs that fork edges order (parent-child
+	// pruning off): an ablation for the thesis's Table 6.4.
+	NoForkOrder bool
 	// Tool is the wafl version written into the plan's provenance.
 	Tool string
 	// Trace is the trace path written into the plan's provenance (File
@@ -81,6 +84,7 @@ type Stats struct {
 	Forks      int64 // fork rows
 	Lifecycle  int64 // init and dispose rows
 	Uses       int64 // use rows
+	Checks     int64 // check rows (checkact.go)
 	Goroutines int   // goroutines named by fork edges
 	Objects    int64 // objects with at least one init or dispose
 
@@ -177,11 +181,13 @@ type analysis struct {
 	ctx     context.Context
 	open    Opener
 	delta   int64
+	noFork  bool  // Options.NoForkOrder
 	budget  int64 // Options.MemoryBudget or its default
 	tempDir string
 	tune    *tuning
 	forest  *forest
 	pairs   map[pairKey]*pairAgg // found by the strategy
+	checks  *checkRows           // check and dispose rows (checkact.go)
 	stats   *Stats
 }
 
@@ -191,8 +197,8 @@ func newAnalysis(ctx context.Context, open Opener, delta int64, opts Options, tu
 		budget = 256 << 20
 	}
 	return &analysis{
-		ctx: ctx, open: open, delta: delta, budget: budget, tempDir: opts.TempDir, tune: tune,
-		forest: newForest(), stats: &Stats{},
+		ctx: ctx, open: open, delta: delta, noFork: opts.NoForkOrder, budget: budget, tempDir: opts.TempDir, tune: tune,
+		forest: newForest(), stats: &Stats{}, checks: newCheckRows(budget),
 	}
 }
 
@@ -212,6 +218,7 @@ func (a *analysis) strategy(opts Options) (strategy, error) {
 // the count of passes and why.
 func (a *analysis) restart(why string) {
 	a.forest = newForest()
+	a.checks = newCheckRows(a.budget)
 	a.stats = &Stats{Passes: a.stats.Passes, StreamFallback: why}
 }
 
@@ -221,6 +228,7 @@ func (a *analysis) pass1(s strategy) (Meta, error) {
 	ro, pre := s.decode()
 	return a.scan("pass 1 (forks, lifecycle)", ro, pre, func(c *abi.Batch) error {
 		a.count(c)
+		a.checks.batch(c)
 		return s.batch(c)
 	})
 }
@@ -241,6 +249,12 @@ func (a *analysis) count(c *abi.Batch) {
 		case abi.OpInit, abi.OpDispose:
 			if validSite(c.Site[i]) {
 				a.stats.Lifecycle++
+			} else {
+				a.stats.Malformed++
+			}
+		case abi.OpCheck:
+			if validSite(c.Site[i]) {
+				a.stats.Checks++
 			} else {
 				a.stats.Malformed++
 			}
@@ -273,6 +287,7 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 	if err := s.pairs(a); err != nil {
 		return nil, err
 	}
+	a.checkPairs()
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {
 		if err := a.pass3(plan, s); err != nil {
@@ -516,8 +531,11 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 }
 
 func kindOf(op abi.Op) plans.Kind {
-	if op == abi.OpInit {
+	switch op {
+	case abi.OpInit:
 		return plans.UseBeforeInit
+	case abi.OpCheck:
+		return plans.CheckThenAct
 	}
 	return plans.UseAfterDispose
 }

@@ -132,7 +132,7 @@ func (l *ilog) batch(c *abi.Batch) {
 	n := c.Len()
 	tm, gs, sites := c.Time[:n], c.G[:n], c.Site[:n]
 	for i, op := range c.Op[:n] {
-		if !abi.Op(op).Access() {
+		if !abi.Op(op).Sited() {
 			continue
 		}
 		site := sites[i]

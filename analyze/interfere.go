@@ -343,7 +343,7 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 func (w *windows) batch(c *abi.Batch) {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
-		if abi.Op(op).Access() {
+		if abi.Op(op).Sited() {
 			w.event(c.Time[i], c.G[i], c.Site[i])
 		}
 	}

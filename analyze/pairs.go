@@ -26,6 +26,7 @@ type pairer struct {
 	pcache [1 << 13]pairSlot // direct-mapped cache in front of pairs
 
 	instances, prunedWindow, prunedSameG, prunedFork int64
+	noFork                                           bool // keep fork-ordered instances (ablation)
 }
 
 type pairSlot struct {
@@ -98,6 +99,7 @@ func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func
 	}
 	a.stats.Partitions = len(groups)
 	p := newPairer(a.delta, a.forest.f)
+	p.noFork = a.noFork
 	for _, g := range groups {
 		ev, err := store.load(g)
 		if err != nil {
@@ -178,7 +180,7 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 		p.prunedSameG++
 		return
 	}
-	if !p.forks.Concurrent(lcc.Event{G: g1, Clock: c1}, lcc.Event{G: g2, Clock: c2}) {
+	if !p.noFork && !p.forks.Concurrent(lcc.Event{G: g1, Clock: c1}, lcc.Event{G: g2, Clock: c2}) {
 		p.prunedFork++
 		return
 	}

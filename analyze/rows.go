@@ -10,7 +10,7 @@ import (
 	"github.com/memorder/wafl/abi"
 )
 
-// rowSpill is a compact copy of the trace's init, use and dispose rows,
+// rowSpill is a compact copy of the trace's init, use, dispose and check rows,
 // written during pass 1 so that passes 2 and 3 read fixed 32-byte records
 // with one reused buffer instead of decoding the trace again (decoding an
 // Arrow stream costs several times more than reading this file). It lives

@@ -59,6 +59,7 @@ func newStreaming(a *analysis) *streaming {
 		horizon: reorderHorizon,
 		maxHeld: int(a.budget / 4 / 40), // a quarter of the budget at 40 B a row
 	}
+	s.sp.p.noFork = a.noFork
 	if a.tune.reorderHorizon != 0 {
 		s.horizon = int64(a.tune.reorderHorizon)
 	}
@@ -168,13 +169,13 @@ func (e *exactRows) batch(c *abi.Batch) error {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		op := abi.Op(op)
-		if !op.Access() || !validSite(c.Site[i]) {
+		if !op.Sited() || !validSite(c.Site[i]) {
 			continue
 		}
 		if err := e.rows.add(c, i); err != nil {
 			return err
 		}
-		if op != abi.OpUse {
+		if op == abi.OpInit || op == abi.OpDispose {
 			if err := e.store.add(lcEvent{obj: c.Obj[i], time: c.Time[i], g: c.G[i], clock: c.Clock[i], site: c.Site[i], op: op}); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -42,6 +43,15 @@ func At(site uint32, obj unsafe.Pointer) {
 	}
 }
 
+// Before is called before the Lock/RLock call that guards site: the
+// delay planned for site is decided and injected here, outside the
+// critical section, and site itself is no longer delayed (hoisting).
+func Before(site uint32) {
+	if l := table.find(site); l != nil && l.on.Load() != 0 {
+		eng.before(l)
+	}
+}
+
 // Finish drains: it waits for delays in progress, then until a grace
 // period (Params.GraceNs) has passed since the last delay ended, so that
 // delayed goroutines perform their delayed access while the process is
@@ -52,4 +62,20 @@ func Finish() {
 	if e := eng; e != nil {
 		e.finish()
 	}
+}
+
+// decisionHook, when set, runs in the delay decision of every planned
+// instance that passed the probability draw, before the delay is counted
+// or logged. Only tests set it (SetDecisionHook), to stop a goroutine
+// deterministically at the point a crash elsewhere would find it.
+var decisionHook atomic.Pointer[func(site uint32)]
+
+// SetDecisionHook installs f as the decision hook (nil removes it). It is
+// for tests of crash attribution: a real program never calls it.
+func SetDecisionHook(f func(site uint32)) {
+	if f == nil {
+		decisionHook.Store(nil)
+		return
+	}
+	decisionHook.Store(&f)
 }

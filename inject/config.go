@@ -29,7 +29,12 @@ type ablation struct {
 	noInterference bool
 	noHB           bool
 	noDecay        bool
+	fixedDelay     bool // every delay FixedDelayNs, not the learned length
 }
+
+// FixedDelayNs is the delay of the fixed-delay ablation (TSVD's and the
+// thesis's 100 ms).
+const FixedDelayNs = int64(100e6)
 
 func (a ablation) String() string {
 	var parts []string
@@ -41,6 +46,9 @@ func (a ablation) String() string {
 	}
 	if a.noDecay {
 		parts = append(parts, "decay")
+	}
+	if a.fixedDelay {
+		parts = append(parts, "fixed-delay")
 	}
 	return strings.Join(parts, ",")
 }
@@ -56,8 +64,12 @@ func parseAblation(s string) (ablation, error) {
 			a.noHB = true
 		case "decay":
 			a.noDecay = true
+		case "fixed-delay":
+			a.fixedDelay = true
+		case "parent-child":
+			// an analysis ablation (wafl prepare); nothing to do here
 		default:
-			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay)", abi.EnvAblate, s, f)
+			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay, fixed-delay, parent-child)", abi.EnvAblate, s, f)
 		}
 	}
 	return a, nil

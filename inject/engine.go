@@ -1,7 +1,10 @@
 package inject
 
 import (
+	"bytes"
 	"math"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +32,18 @@ type loc struct {
 
 	isLoc   bool  // a delay location ℓ1 of the plan
 	delayNs int64 // learned delay length
-	interf  []*loc
-	pairs   []pairState
+	// grown is set when the plan already lengthened this location's
+	// delay (Location.Grown) or it is at MaxDelayNs: only then may
+	// happens-before inference prune its pairs.
+	grown  bool
+	interf []*loc
+	pairs  []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
 	partnerOf []partnerRef
+
+	// hoisted is set once the site's delay was injected before a
+	// guarding lock (Before): the site itself is then not delayed.
+	hoisted atomic.Bool
 
 	probBits  atomic.Uint64 // float64 bits of P
 	dead      atomic.Bool   // left S during this run
@@ -50,6 +61,7 @@ type pairState struct {
 	second uint32
 	kind   plans.Kind
 	pruned atomic.Bool
+	late   atomic.Bool // a late record was logged for the pair this run
 }
 
 type partnerRef struct {
@@ -91,7 +103,7 @@ func realClock() clock {
 	start := time.Now()
 	return clock{
 		now:       func() int64 { return int64(time.Since(start)) },
-		sleep:     func(ns int64) { time.Sleep(time.Duration(ns)) },
+		sleep:     realSleep, // real time even inside a synctest bubble
 		unixStart: start.UnixNano(),
 	}
 }
@@ -118,6 +130,7 @@ type engine struct {
 	skipCapR atomic.Int64
 	hbPrunes atomic.Int64
 	reorders atomic.Int64
+	panics   atomic.Int64 // operations about to panic (panics.go)
 	stopped  atomic.Bool
 
 	mu   sync.Mutex
@@ -128,6 +141,8 @@ type engine struct {
 
 	maxLocDelay int64
 	finishOnce  sync.Once
+	// runningHook replaces delayedRunning in tests.
+	runningHook func() bool
 }
 
 // newEngine builds the site table from the plan and opens the log.
@@ -151,6 +166,10 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		l := get(pl.Site)
 		l.isLoc = true
 		l.delayNs = pl.DelayNs
+		if cfg.ablate.fixedDelay && pl.DelayNs > 0 {
+			l.delayNs = FixedDelayNs
+		}
+		l.grown = pl.Grown > 0 || pl.DelayNs >= e.params.MaxDelayNs
 		l.probBits.Store(math.Float64bits(pl.Prob))
 		l.pairs = make([]pairState, len(pl.Pairs))
 		for j, pr := range pl.Pairs {
@@ -162,7 +181,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			l.dead.Store(true)
 		}
 		e.locs = append(e.locs, l)
-		e.maxLocDelay = max(e.maxLocDelay, pl.DelayNs)
+		e.maxLocDelay = max(e.maxLocDelay, l.delayNs)
 	}
 	for i := range p.Locations {
 		pl := &p.Locations[i]
@@ -221,11 +240,30 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	if e.active.Load() > 0 {
 		e.noteReorder(l, g, obj, t)
 	}
-	if len(l.partnerOf) > 0 && known && !e.cfg.ablate.noHB {
+	if len(l.partnerOf) > 0 && !e.cfg.ablate.noHB {
+		if !known {
+			t0 = t // no earlier watched event: no stall to infer from, but a late arrival still counts
+		}
 		e.inferHB(l, g, t0, t)
 	}
-	if l.isLoc && !l.dead.Load() {
+	if l.isLoc && !l.dead.Load() && !l.hoisted.Load() {
 		e.maybeDelay(l, g, obj)
+	}
+}
+
+// before handles hook.Before for site l: the delay of l, when l is a live
+// delay location, is decided here, before the lock that guards l is
+// taken, and l is marked hoisted so that the access does not delay again.
+// The object is not known yet (0): no reorder records for this delay.
+func (e *engine) before(l *loc) {
+	if e.stopped.Load() || !l.isLoc {
+		return
+	}
+	if !l.hoisted.Load() {
+		l.hoisted.Store(true)
+	}
+	if !l.dead.Load() {
+		e.maybeDelay(l, lcc.Goid(), 0)
 	}
 }
 
@@ -240,6 +278,9 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 		l.skipProb.Add(1)
 		e.logSkip(l, g, n, abi.SkipProbability, 0)
 		return
+	}
+	if h := decisionHook.Load(); h != nil {
+		(*h)(l.site)
 	}
 	if !e.cfg.ablate.noInterference {
 		for _, o := range l.interf {
@@ -348,7 +389,13 @@ func (e *engine) kill(l *loc) {
 //
 //	t0 < te                        the gap before ℓ2 overlaps D,
 //	t2 − t0 ≥ δhb · (te − ts)      the gap is proportional to D,
-//	te ≤ t2 ≤ te + max(te − ts, 2 ms)   ℓ2 comes right after D ends.
+//	te ≤ t2 ≤ te + max(te − ts, 2 ms)   ℓ2 comes right after D ends,
+//
+// and ℓ1's delay has already been lengthened once (loc.grown): a partner
+// that comes right after a delay ends may just have been slower than the
+// preparation run said. Otherwise — and whenever ℓ2 comes right after D
+// without the first two conditions — the pair gets a late record
+// (abi.EvLate), from which ApplyRun grows ℓ1's delay (plans.GrowDelay).
 func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 	for _, ref := range l2.partnerOf {
 		l1 := ref.first
@@ -359,8 +406,8 @@ func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 		if pr.pruned.Load() {
 			continue
 		}
-		var best delayRec
-		found := false
+		var best, after delayRec
+		found, foundAfter := false, false
 		l1.mu.Lock()
 		for i := 0; i < min(l1.nrec, recentDelays); i++ {
 			r := l1.recent[i]
@@ -368,14 +415,25 @@ func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 				continue
 			}
 			d := r.te - r.ts
-			if t0 < r.te && float64(t2-t0) >= e.params.HBFactor*float64(d) &&
-				r.te <= t2 && t2 <= r.te+max(d, hbMinSlackNs) {
+			if r.te > t2 || t2 > r.te+max(d, hbMinSlackNs) {
+				continue // ℓ2 does not come right after D
+			}
+			if !foundAfter || r.te > after.te {
+				after, foundAfter = r, true
+			}
+			if t0 < r.te && float64(t2-t0) >= e.params.HBFactor*float64(d) {
 				if !found || r.te > best.te {
 					best, found = r, true
 				}
 			}
 		}
 		l1.mu.Unlock()
+		if foundAfter && (!found || !l1.grown) {
+			if pr.late.CompareAndSwap(false, true) {
+				e.logLate(l1, pr.second, g2, after, t2)
+			}
+			continue
+		}
 		if !found || !pr.pruned.CompareAndSwap(false, true) {
 			continue
 		}
@@ -435,14 +493,96 @@ func (e *engine) finish() {
 		for e.active.Load() > 0 && e.clk.now() < limit {
 			e.clk.sleep(int64(time.Millisecond))
 		}
+		// The grace period lets delayed goroutines perform their delayed
+		// access while the process is alive; it ends early once none of
+		// them is still running or runnable (they finished, or they block
+		// on something the test will not provide any more), after at least
+		// graceMinNs past the last delay.
 		if last := e.lastEnd.Load(); last > 0 {
-			if w := last + e.params.GraceNs - e.clk.now(); w > 0 {
-				e.clk.sleep(w)
+			deadline := last + e.params.GraceNs
+			for now := e.clk.now(); now < deadline; now = e.clk.now() {
+				running := e.delayedRunning
+				if e.runningHook != nil {
+					running = e.runningHook
+				}
+				if now >= last+graceMinNs && !running() {
+					break
+				}
+				e.clk.sleep(min(graceStepNs, deadline-now))
 			}
 		}
 		e.logFinish(e.clk.now() - start)
 	})
 }
+
+// Grace period bounds: the least wait after the last delay ended, and the
+// polling step.
+const (
+	graceMinNs  = int64(5 * time.Millisecond)
+	graceStepNs = int64(2 * time.Millisecond)
+)
+
+// delayedRunning reports whether a goroutine this run delayed, other than
+// the caller, is running, runnable or in a system call, from a goroutine
+// dump (Finish only: it allocates).
+func (e *engine) delayedRunning() bool {
+	e.mu.Lock()
+	gs := make(map[uint64]bool, len(e.perG))
+	for g := range e.perG {
+		gs[g] = true
+	}
+	e.mu.Unlock()
+	delete(gs, lcc.Goid())
+	if len(gs) == 0 {
+		return false
+	}
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return anyActive(buf, gs)
+}
+
+// anyActive reports whether a goroutine of gs has a header in the dump
+// with a state that is not blocked: "goroutine 7 [running]:",
+// "[runnable]", "[syscall]" (also with ", N minutes" and the like).
+func anyActive(dump []byte, gs map[uint64]bool) bool {
+	for _, line := range bytes.Split(dump, []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte("goroutine "))
+		if !ok {
+			continue
+		}
+		sp := bytes.IndexByte(rest, ' ')
+		if sp < 0 {
+			continue
+		}
+		id, err := strconv.ParseUint(string(rest[:sp]), 10, 64)
+		if err != nil || !gs[id] {
+			continue
+		}
+		st := rest[sp+1:]
+		if i := bytes.IndexByte(st, '['); i >= 0 {
+			st = st[i+1:]
+		}
+		// Waiting for a lock counts as active: the delayed access may be
+		// right behind it (a delay hoisted before Lock).
+		for _, s := range activeStates {
+			if bytes.HasPrefix(st, []byte(s)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// activeStates are the goroutine dump states of a goroutine that is, or is
+// about to be, doing something.
+var activeStates = [...]string{"running", "runnable", "syscall", "semacquire", "sync.Mutex.Lock", "sync.RWMutex.Lock", "sync.RWMutex.RLock"}
 
 // gtable remembers, per goroutine, the time of its latest watched event.
 // It is direct-mapped by goroutine id with the rest of the id kept as a

@@ -312,26 +312,51 @@ func TestCapsRealClock(t *testing.T) {
 // TestHBInference checks the definition in inferHB with a manual clock:
 // site 1 (ℓ1) delays 10 ms in goroutine 1 from t=100 ms to t=110 ms;
 // goroutine 2 last touched a watched site at t0 and reaches ℓ2 = site 2
-// at t2.
+// at t2. A location whose delay never grew gets a late record instead of
+// a prune (the delay may just have been too short); once grown, the same
+// observation prunes.
 func TestHBInference(t *testing.T) {
 	cases := []struct {
 		name   string
 		g2     uint64
 		t0, t2 int64 // ms; t0 < 0: no previous watched event
-		prune  bool
+		prune  bool  // for a grown location
+		late   bool  // for a location that never grew
 	}{
-		{"stalled until right after the delay", 2, 95, 111, true},
-		{"stalled, ℓ2 at the delay's end", 2, 99, 110, true},
-		{"ℓ2 during the delay (the bug window)", 2, 95, 105, false},
-		{"ℓ2 long after the delay", 2, 95, 150, false},
-		{"gap too short", 2, 108, 111, false},
-		{"gap before the delay ended", 2, 50, 99, false},
-		{"same goroutine", 1, 95, 111, false},
-		{"no previous event", 2, -1, 111, false},
+		{"stalled until right after the delay", 2, 95, 111, true, true},
+		{"stalled, ℓ2 at the delay's end", 2, 99, 110, true, true},
+		{"ℓ2 during the delay (the bug window)", 2, 95, 105, false, false},
+		{"ℓ2 long after the delay", 2, 95, 150, false, false},
+		{"gap too short", 2, 108, 111, false, true},
+		{"gap before the delay ended", 2, 50, 99, false, false},
+		{"same goroutine", 1, 95, 111, false, false},
+		{"no previous event", 2, -1, 111, false, true},
 	}
 	for _, c := range cases {
+		t.Run(c.name+"/not grown", func(t *testing.T) {
+			p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
+			e := newTestEngine(t, p, nil)
+			if c.t0 >= 0 {
+				e.clk.set(c.t0 * ms)
+				e.hit(4, c.g2)
+			}
+			e.clk.set(100 * ms)
+			e.hit(1, 1)
+			e.clk.set(c.t2 * ms)
+			e.hit(2, c.g2)
+			if e.table[1].pairs[0].pruned.Load() {
+				t.Fatalf("pruned a pair of a location whose delay never grew")
+			}
+			n := count(e.records(t), abi.EvLate, func(r map[string]any) bool {
+				return r["first"] == 1.0 && r["second"] == 2.0 && r["need_ns"] == float64((c.t2-100)*ms)
+			})
+			if (n == 1) != c.late {
+				t.Fatalf("%d late records, want late=%v", n, c.late)
+			}
+		})
 		t.Run(c.name, func(t *testing.T) {
 			p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
+			p.Locations[0].Grown = 1
 			e := newTestEngine(t, p, nil)
 			if c.t0 >= 0 {
 				e.clk.set(c.t0 * ms)
@@ -440,10 +465,44 @@ func TestOwnDelayIsNotAStall(t *testing.T) {
 	}
 }
 
+// TestFinishGraceEndsEarly: with no delayed goroutine still active the
+// grace period ends graceMinNs after the last delay, not GraceNs.
+func TestFinishGraceEndsEarly(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2))
+	p.Params.GraceNs = 30 * ms
+	e := newTestEngine(t, p, nil)
+	e.runningHook = func() bool { return false }
+	e.clk.set(0)
+	e.hit(1, 1) // ends at 10 ms
+	e.clk.set(12 * ms)
+	e.finish()
+	if now := e.clk.t.Load(); now < 10*ms+graceMinNs || now >= 10*ms+graceMinNs+graceStepNs {
+		t.Errorf("finish returned at %d ns, want within a step after %d ns", now, 10*ms+graceMinNs)
+	}
+}
+
+func TestAnyActive(t *testing.T) {
+	dump := []byte("goroutine 1 [running]:\nmain.main()\n\ngoroutine 7 [chan receive, 2 minutes]:\nx()\n\n" +
+		"goroutine 9 [sync.Mutex.Lock]:\ny()\n\ngoroutine 11 [select]:\n")
+	for _, c := range []struct {
+		gs   []uint64
+		want bool
+	}{{[]uint64{7}, false}, {[]uint64{7, 11}, false}, {[]uint64{9}, true}, {[]uint64{1}, true}, {[]uint64{42}, false}} {
+		gs := map[uint64]bool{}
+		for _, g := range c.gs {
+			gs[g] = true
+		}
+		if got := anyActive(dump, gs); got != c.want {
+			t.Errorf("anyActive(%v) = %v, want %v", c.gs, got, c.want)
+		}
+	}
+}
+
 func TestFinishDrainsAndStops(t *testing.T) {
 	p := testPlan(location(1, 10*ms, 1, 2))
 	p.Params.GraceNs = 30 * ms
 	e := newTestEngine(t, p, nil)
+	e.runningHook = func() bool { return true } // a delayed goroutine never settles
 	e.clk.set(0)
 	e.hit(1, 1) // ends at 10 ms
 	e.clk.set(15 * ms)
@@ -644,6 +703,8 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logSkip(l, 7, 2, abi.SkipInterference, 3)
 	e.logHB(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 15, 25)
 	e.logReorder(inflight{id: 1, site: 1, g: 7}, 2, 8, 0x1000, 30)
+	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
+	e.logLate(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 21)
 	e.logFinish(0)
 	seen := map[string]bool{}
 	for _, r := range e.records(t) {

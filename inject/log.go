@@ -18,6 +18,7 @@ type logWriter struct {
 	skips    atomic.Int64 // interference and cap skip lines written
 	probSkip atomic.Int64 // probability skip lines written
 	reorders atomic.Int64 // reorder lines written
+	panics   atomic.Int64 // panic lines written
 }
 
 func openLog(path string) (*logWriter, error) {
@@ -178,6 +179,14 @@ func (e *engine) logHB(l1 *loc, second uint32, g2 uint64, d delayRec, gap, t2 in
 	}
 	e.log.write(newRec(abi.EvHB, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
 		uint("id", d.id).uint("g", g2).uint("delay_g", d.g).int("gap", gap).int("delay_ns", d.te-d.ts))
+}
+
+func (e *engine) logLate(l1 *loc, second uint32, g2 uint64, d delayRec, t2 int64) {
+	if e.log == nil {
+		return
+	}
+	e.log.write(newRec(abi.EvLate, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
+		uint("id", d.id).uint("g", g2).int("need_ns", t2-d.ts).int("delay_ns", d.te-d.ts))
 }
 
 func (e *engine) logReorder(f inflight, site uint32, g uint64, obj uintptr, t int64) {

@@ -76,6 +76,7 @@ func apply(fset *token.FileSet, dec *decorator.Decorator, df *dst.File, ed *edit
 // their own subexpressions are rewritten: in s.p.q = v with a use of s.p,
 // the store hook takes &s.p.q, not &(*_waflUse(…, &s.p)).q.
 func (ap *applier) pre(c *dstutil.Cursor) bool {
+	ap.preChecks(c.Node())
 	s, ok := ap.nodes[c.Node()].(*ast.AssignStmt)
 	if !ok {
 		return true
@@ -150,6 +151,10 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.tuple(act, a.(*ast.AssignStmt), n.(*dst.AssignStmt))
 	case actGo:
 		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
+	case actCheckChan, actCheckFlag, actCheckAtomicBool:
+		return ap.editCheck(act, n)
+	case actHoist:
+		return hoistRecv(act, n.(dst.Expr)) // locks.go
 	}
 	return n
 }

@@ -548,16 +548,24 @@ func importsC(f *ast.File) bool {
 	return false
 }
 
-// buildAll builds the units' test binaries, a few at a time (the go
-// command parallelizes compiling; linking is serial per binary).
+// buildAll builds the units' test binaries: first all of them in one go
+// command (buildBatch), so that the packages they share — the standard
+// library, the runtime, the module's instrumented packages — are compiled
+// once and the go command schedules the work over all CPUs; then each unit
+// that has no binary after that (a failed build, a name clash) alone, a
+// few at a time, for its own error.
 func (b *builder) buildAll(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *siteAlloc) {
+	rest := units
+	if len(units) > 1 {
+		rest = b.buildBatch(ctx, units, modfile, overlay, alloc)
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if workers > 4 {
 		workers = 4
 	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	for _, u := range units {
+	for _, u := range rest {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
@@ -600,6 +608,12 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		fmt.Fprintf(b.log, "wafl: %s: %v\n", u.pkg.ImportPath, u.pkg.Err)
 		return
 	}
+	b.built(u, bin, alloc, time.Since(start))
+}
+
+// built records the freshly built binary bin of u and writes its site
+// table.
+func (b *builder) built(u *unit, bin string, alloc *siteAlloc, took time.Duration) {
 	table := &sites.Table{Package: u.pkg.ImportPath, Sites: alloc.sites}
 	sitesPath := strings.TrimSuffix(bin, ".test") + ".sites.json"
 	if err := table.Save(sitesPath); err != nil {
@@ -607,7 +621,7 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		return
 	}
 	u.pkg.Binary, u.pkg.Sites = bin, sitesPath
-	fmt.Fprintf(b.log, "wafl: built %s (%v)\n", bin, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(b.log, "wafl: built %s (%v)\n", bin, took.Round(time.Millisecond))
 }
 
 // goCmd runs the go command and returns its stdout. The error carries the

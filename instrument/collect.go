@@ -29,6 +29,8 @@ type collector struct {
 	funcs  []string       // enclosing function names, innermost last
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
+	file   *ast.File
+	chk    *checkState // check sites (checks.go), made on first use
 }
 
 // collect returns the edits for file. Function bodies are walked in source
@@ -43,6 +45,7 @@ func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, 
 		fset: fset, info: info, shared: shared, flow: fl, alloc: alloc, pkg: pkg,
 		litSeq: map[string]int{},
 		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}},
+		file:   file,
 	}
 	for _, d := range file.Decls {
 		switch d := d.(type) {
@@ -148,6 +151,10 @@ func (c *collector) visit(n, parent ast.Node) {
 		c.ed.add(n.Chan, action{kind: actSend, site: id})
 	case *ast.GoStmt:
 		c.goStmt(n)
+	case *ast.SelectStmt:
+		c.checkSelect(n)
+	case *ast.IfStmt:
+		c.checkIf(n, c.file)
 	case *ast.Ident:
 		c.osExit(n, parent)
 	}

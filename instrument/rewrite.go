@@ -31,6 +31,7 @@ type fileResult struct {
 // //line directives are rewritten without.
 func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
 	ed := collect(fset, info, shared, fl, alloc, file)
+	hoistLocks(fset, info, alloc, file, ed) // locks.go
 
 	dec := decorator.NewDecorator(fset)
 	df, err := dec.DecorateFile(file)
@@ -99,18 +100,21 @@ func (e *edits) has(n ast.Node, k actKind) bool {
 type actKind int
 
 const (
-	actUse         actKind = iota // slot expr X -> (*_waflUse(id, &X))
-	actStore                      // rhs R -> _waflStore/_waflInit/_waflStoreAny(id, R, &L) or _waflNil(id, &L)
-	actSend                       // channel expr C -> _waflSend(id, C)
-	actClose                      // close(C) -> _waflClose(id, C)
-	actAtomicUse                  // atomic receiver E -> _waflUse(id, &E)
-	actAtomicStore                // E.Store(v), E.Swap(v), E.CompareAndSwap(o, v) -> _waflPtrStore/…(id, &E, args…)
-	actWaitGroup                  // wg.Add(n) (Done, Wait, Go) -> _waflWGAdd(id, &wg, n)
-	actCtx                        // func value F handed to another package -> _waflCtx0(F) (…CtxR, CtxA, CtxAR, CtxAB)
-	actAtomicFunc                 // atomic.StorePointer(a, v) (Swap, CompareAndSwap) -> _waflStorePointer(id, a, v)
-	actTuple                      // L1, L2 = f() with slots -> block with temporaries
-	actGo                         // go statement -> Fork/Adopt
-	actExit                       // os.Exit -> _waflExit
+	actUse             actKind = iota // slot expr X -> (*_waflUse(id, &X))
+	actStore                          // rhs R -> _waflStore/_waflInit/_waflStoreAny(id, R, &L) or _waflNil(id, &L)
+	actSend                           // channel expr C -> _waflSend(id, C)
+	actClose                          // close(C) -> _waflClose(id, C)
+	actAtomicUse                      // atomic receiver E -> _waflUse(id, &E)
+	actAtomicStore                    // E.Store(v), E.Swap(v), E.CompareAndSwap(o, v) -> _waflPtrStore/…(id, &E, args…)
+	actWaitGroup                      // wg.Add(n) (Done, Wait, Go) -> _waflWGAdd(id, &wg, n)
+	actCtx                            // func value F handed to another package -> _waflCtx0(F) (…CtxR, CtxA, CtxAR, CtxAB)
+	actAtomicFunc                     // atomic.StorePointer(a, v) (Swap, CompareAndSwap) -> _waflStorePointer(id, a, v)
+	actTuple                          // L1, L2 = f() with slots -> block with temporaries
+	actGo                             // go statement -> Fork/Adopt
+	actExit                           // os.Exit -> _waflExit
+	actCheckChan                      // select clause with a check: body starts with _waflCheckChan(id, E) (checks.go)
+	actCheckFlag                      // bool field x.f -> _waflCheckFlag(id, &x.f)
+	actCheckAtomicBool                // E.Load() on an atomic.Bool -> _waflCheckAtomicBool(id, &E)
 )
 
 type action struct {

@@ -297,7 +297,7 @@ func TestHelpersInline(t *testing.T) {
 	build := filepath.Join(mod, ".wafl", "build")
 	cmd := exec.Command("go", "test", "-c", "-o", os.DevNull, "-vet=off",
 		"-overlay", filepath.Join(build, "overlay.json"),
-		"-modfile", filepath.Join(build, "example.com", "run", "semantics", "go.mod"), "-mod=mod",
+		"-modfile", filepath.Join(build, "go.mod"), "-mod=mod",
 		"-gcflags="+p.ImportPath+"=-m", "./semantics")
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "GOWORK=off")

@@ -32,7 +32,7 @@ func (p *Plan) Validate() error {
 		}
 	}
 	for i, b := range p.Bugs {
-		if b.Kind != UseBeforeInit && b.Kind != UseAfterDispose {
+		if !b.Kind.Known() {
 			return fmt.Errorf("bug %d: unknown kind %q", i, b.Kind)
 		}
 		if b.Delayed == 0 {
@@ -78,7 +78,7 @@ func (l *Location) validate() error {
 
 func (pr *Pair) validate(site uint32) error {
 	switch {
-	case pr.Kind != UseBeforeInit && pr.Kind != UseAfterDispose:
+	case !pr.Kind.Known():
 		return fmt.Errorf("unknown kind %q", pr.Kind)
 	case pr.First != site:
 		return fmt.Errorf("first is %d, want the location's site %d", pr.First, site)

@@ -83,6 +83,17 @@ type Overrides struct {
 	// so they only go into a new plan.
 	NearMiss, MinDelay, MaxDelay time.Duration
 	Alpha                        float64
+	// LoadFactor, when above 1, says how much slower than on an idle
+	// machine the preparation run ran (the pipeline measures the run queue
+	// per core around it): δ and the maximum delay are scaled by it, at
+	// most MaxLoadFactor, so that a gap a loaded run stretched still falls
+	// in the window and its delay can still cover it (docs/algorithm.md,
+	// "Load"). NoLoadScale turns the scaling off.
+	LoadFactor  float64
+	NoLoadScale bool
+	// NoForkOrder keeps candidate pairs that fork edges order (the
+	// parent-child ablation; analyze.Options.NoForkOrder).
+	NoForkOrder bool
 	// Detection-run parameters: they go into a new plan and are applied
 	// to an existing plan before its runs.
 	Decay                                float64
@@ -105,9 +116,17 @@ func (o Overrides) NewParams() Params {
 	if o.MaxDelay > 0 {
 		p.MaxDelayNs = int64(o.MaxDelay)
 	}
+	if f := min(o.LoadFactor, MaxLoadFactor); f > 1 && !o.NoLoadScale {
+		p.NearMissNs = int64(float64(p.NearMissNs) * f)
+		p.MaxDelayNs = int64(float64(p.MaxDelayNs) * f)
+		p.LoadFactor = f
+	}
 	o.ApplyDetection(&p)
 	return p
 }
+
+// MaxLoadFactor bounds the load scaling of δ and the maximum delay.
+const MaxLoadFactor = 4.0
 
 // ApplyDetection sets the detection-run parameters o sets (decay and the
 // caps) in p, the parameters of an existing plan. The analysis

@@ -39,6 +39,9 @@ type Params struct {
 	// GraceNs is how long the runtime waits after the test returned for
 	// delayed goroutines to perform their delayed access.
 	GraceNs int64 `json:"grace_ns"`
+	// LoadFactor is the factor NearMissNs and MaxDelayNs were scaled by
+	// for a loaded preparation run (Overrides.LoadFactor); absent: 1.
+	LoadFactor float64 `json:"load_factor,omitempty"`
 }
 
 // Provenance says where a plan came from.
@@ -57,7 +60,17 @@ type Provenance struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Merged lists the traces of the other plans Merge folded into this one.
 	Merged []string `json:"merged,omitempty"`
+	// Learned counts the recording runs detect made because the plan had
+	// no candidates at all (its preparation run was unlucky: the racing
+	// goroutine ran late, after the test), at most MaxLearn;
+	// LearnedCandidates is how many candidate pairs they added.
+	Learned           int `json:"learned,omitempty"`
+	LearnedCandidates int `json:"learned_candidates,omitempty"`
 }
+
+// MaxLearn bounds the recording runs detect makes for a plan without
+// candidates (Provenance.Learned).
+const MaxLearn = 3
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string
@@ -65,7 +78,17 @@ type Kind string
 const (
 	UseBeforeInit   Kind = "use-before-init"   // pair (init ℓ1 → use ℓ2)
 	UseAfterDispose Kind = "use-after-dispose" // pair (use ℓ1 → dispose ℓ2)
+	// CheckThenAct is wafl's extension of the thesis (docs/algorithm.md):
+	// pair (check ℓ1 → check ℓ2) of two goroutines that check whether an
+	// object was disposed and dispose it when not; the delay after ℓ1 lets
+	// both checks pass, and both dispose.
+	CheckThenAct Kind = "check-then-act"
 )
+
+// Known reports whether k is one of the pair kinds above.
+func (k Kind) Known() bool {
+	return k == UseBeforeInit || k == UseAfterDispose || k == CheckThenAct
+}
 
 // Location is one delay location ℓ1 of S with its per-location state.
 type Location struct {
@@ -86,6 +109,11 @@ type Location struct {
 	Interference []uint32 `json:"interference,omitempty"`
 	// Delays counts the delays injected here over all detection runs.
 	Delays int `json:"delays,omitempty"`
+	// Grown counts the times a detection run saw a partner arrive right
+	// after a delay here ended and ApplyRun lengthened DelayNs (GrowDelay).
+	// Happens-before inference prunes a pair of a location only once it
+	// has grown (or its delay is at MaxDelayNs).
+	Grown int `json:"grown,omitempty"`
 }
 
 // Pair is one candidate {ℓ1, ℓ2}.

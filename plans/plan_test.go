@@ -326,3 +326,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestApplyRunGrowsLateDelays: a partner that came right after a delay
+// ended grows the location's delay (bounded by MaxDelayNs) instead of
+// decaying it, and counts the growth.
+func TestApplyRunGrowsLateDelays(t *testing.T) {
+	p := samplePlan()
+	l := p.Location(3)
+	d0, p0 := l.DelayNs, l.Prob
+	p.ApplyRun(RunOutcome{
+		Delays: []RunDelay{{Site: 3, Ended: true}},
+		Late:   []Late{{First: 3, Second: 5, NeedNs: 2 * d0}},
+	})
+	l = p.Location(3)
+	if want := int64(p.Params.Alpha * float64(2*d0)); l.DelayNs != want || l.Grown != 1 || l.Prob != p0 {
+		t.Errorf("delay %d grown %d prob %v; want %d, 1, %v (no decay)", l.DelayNs, l.Grown, l.Prob, want, p0)
+	}
+	// Bounded: a huge need stops at MaxDelayNs and still counts.
+	p.ApplyRun(RunOutcome{Late: []Late{{First: 3, Second: 5, NeedNs: 10 * p.Params.MaxDelayNs}}})
+	if l = p.Location(3); l.DelayNs != p.Params.MaxDelayNs || l.Grown != 2 {
+		t.Errorf("delay %d grown %d; want the bound %d, 2", l.DelayNs, l.Grown, p.Params.MaxDelayNs)
+	}
+	p.ApplyRun(RunOutcome{Late: []Late{{First: 3, Second: 5, NeedNs: 1}}})
+	if l = p.Location(3); l.DelayNs != p.Params.MaxDelayNs || l.Grown != 3 {
+		t.Errorf("delay %d grown %d at the bound", l.DelayNs, l.Grown)
+	}
+}

@@ -24,6 +24,9 @@ type RunOutcome struct {
 	// NoDecay is set when the run switched decay off (ablation): no delay
 	// lowers a probability.
 	NoDecay bool
+	// Late are the partner accesses that came right after a delay at
+	// their ℓ1 ended (GrowDelay).
+	Late []Late
 	// Bug is the bug the run exposed, nil if none. Failing is the pair's
 	// ℓ2 (for a reordered use-before-init, not the later site that
 	// panicked): the plan keys a bug by its pair.
@@ -40,6 +43,34 @@ type RunDelay struct {
 	Exposed bool
 }
 
+// Late is a partner access at Second that came right after a delay at
+// First ended; NeedNs is how long after that delay's start it came.
+type Late struct {
+	First, Second uint32
+	NeedNs        int64
+}
+
+// GrowDelay lengthens the delay of location first after a partner arrived
+// needNs after a delay there started, just after it ended: the new delay
+// is the larger of 1.5 × the old one and α × needNs, at most MaxDelayNs
+// (docs/algorithm.md, "Delays that learn"). It counts the growth in
+// Location.Grown even when the delay is already at the bound, so the next
+// right-after observation may prune by happens-before inference.
+func (p *Plan) GrowDelay(first uint32, needNs int64) {
+	l := p.Location(first)
+	if l == nil {
+		return
+	}
+	d := max(l.DelayNs*3/2, int64(p.Params.Alpha*float64(needNs)))
+	if p.Params.MaxDelayNs > 0 {
+		d = min(d, p.Params.MaxDelayNs)
+	}
+	if d > l.DelayNs {
+		l.DelayNs = d
+	}
+	l.Grown++
+}
+
 // PairID names the candidate pairs (First → Second), of either kind.
 type PairID struct{ First, Second uint32 }
 
@@ -51,18 +82,27 @@ type PairID struct{ First, Second uint32 }
 // bug, if any, is recorded with AddBug, so its pair leaves S. Delays at
 // sites the plan has no location for are ignored.
 func (p *Plan) ApplyRun(o RunOutcome) {
+	late := map[uint32]int64{}
+	for _, lt := range o.Late {
+		late[lt.First] = max(late[lt.First], lt.NeedNs)
+	}
 	for _, d := range o.Delays {
 		l := p.Location(d.Site)
 		if l == nil {
 			continue
 		}
 		l.Delays++
-		if d.Ended && !d.Exposed && !o.NoDecay {
+		// A delay that ended just before its partner came was too short,
+		// not useless: it does not decay the location.
+		if _, tooShort := late[d.Site]; d.Ended && !d.Exposed && !o.NoDecay && !tooShort {
 			p.Decay(d.Site, p.Params.Decay)
 		}
 	}
 	for _, pr := range o.Pruned {
 		p.PrunePair(pr.First, pr.Second, PrunedHB)
+	}
+	for first, need := range late {
+		p.GrowDelay(first, need)
 	}
 	p.Runs = append(p.Runs, o.Run)
 	if o.Bug != nil {

@@ -65,14 +65,22 @@ points = {
     'wgdone/fixed': ('wgdone.go', '\t\tb.wg.Add(1)', 0),
     'timerhandler': ('timerhandler.go', 'c.handler(msg) // BUG', 0),
     'timerhandler/fixed': ('timerhandler.go', 'if h := c.handler; h != nil {', 0),
+    # Hoisting kernels: the sleep goes before the Lock call (up 1), and
+    # their gap is 50 ms, so the delay is 8 × DELAY.
+    'lockaddr': ('lockaddr.go', '\ts.setListener(ln)', 1, 8),
+    'lockaddr/fixed': ('lockaddr.go', '\ts.setListener(ln)', 1, 8),
+    'lockserver': ('lockserver.go', 'dps.server = &HTTPServer{Addr: dps.address, Handler: router} // init', 1, 8),
+    'lockserver/fixed': ('lockserver.go', 'dps.server = &HTTPServer{Addr: dps.address, Handler: router}', 1, 8),
 }
-for pkg, (f, text, up) in points.items():
+for pkg, spec in points.items():
+    f, text, up = spec[:3]
+    mult = spec[3] if len(spec) > 3 else 1
     path = os.path.join(base, pkg, f)
     lines = open(path).read().split('\n')
     hits = [i for i, l in enumerate(lines) if text in l]
     if len(hits) != 1:
         sys.exit(f'delaycheck: {path}: expected one line containing {text!r}, found {len(hits)}')
-    d = 'func() time.Duration { d, _ := time.ParseDuration("%s"); return d }()' % delay
+    d = 'func() time.Duration { d, _ := time.ParseDuration("%s"); return %d * d }()' % (delay, mult)
     lines.insert(hits[0] - up, '\ttime.Sleep(%s)' % d)
     src = '\n'.join(lines)
     if '"time"' not in src:

@@ -25,7 +25,9 @@
 #
 # Usage: scripts/eval.sh [name...]      (default: all bugs)
 # Environment: WAFL (wafl binary; default builds ../cmd/wafl), TRIES, RUNS,
-#   PLAIN, MODES, LOADPROCS, LOADMAX, OUT (default docs/evaluation.md).
+#   PLAIN, MODES, LOADPROCS, LOADMAX, OUT (default docs/evaluation.md),
+#   ABLATE (passed as --ablate to prepare and detect: fixed-delay,
+#   parent-child, interference, hb, decay; scripts/ablate.sh uses it).
 # Needs: the wafl CLI (prepare, detect --runs N --json --dir; exit 0 no bug,
 #   1 bug, 2 error), python3 (for timing and medians).
 set -euo pipefail
@@ -91,25 +93,34 @@ print('%.6f' % total)
 PY
 }
 
-# one_try PKG DIR: sets TRY_RUNS (detection runs until the first report, 0 if
-# none within RUNS) and TRY_SECS (seconds spent running tests: the
-# preparation run and the detection runs, builds excluded).
+# one_try PKG DIR: sets TRY_EXPOSED (1 when a report came within RUNS),
+# TRY_RUNS (detection runs until the first report; 0 when the preparation
+# run itself crashed with the bug, which wafl prepare reports with status 1)
+# and TRY_SECS (seconds spent running tests: the preparation run and the
+# detection runs, builds excluded).
 one_try() {
 	local pkg=$1 dir=$2 rc run logs
 	rm -rf "$dir" "$dir".*
-	(cd "$examples" && "$WAFL" prepare --dir "$dir" "./$pkg" >"$dir.prepare.out" 2>"$dir.prepare.log") ||
-		die "wafl prepare ./$pkg failed, see $dir.prepare.log"
+	TRY_RUNS=0 TRY_EXPOSED=0
+	set +e
+	(cd "$examples" && "$WAFL" prepare --dir "$dir" ${ABLATE:+--ablate "$ABLATE"} "./$pkg" >"$dir.prepare.out" 2>"$dir.prepare.log")
+	rc=$?
+	set -e
 	logs=("$dir.prepare.log")
-	TRY_RUNS=0
-	for ((run = 1; run <= RUNS; run++)); do
+	case $rc in
+	0) ;;
+	1) TRY_EXPOSED=1 ;;
+	*) die "wafl prepare ./$pkg failed (status $rc), see $dir.prepare.log" ;;
+	esac
+	for ((run = 1; TRY_EXPOSED == 0 && run <= RUNS; run++)); do
 		set +e
-		(cd "$examples" && "$WAFL" detect --runs 1 --json --dir "$dir" "./$pkg" >"$dir.detect.$run.json" 2>"$dir.detect.$run.log")
+		(cd "$examples" && "$WAFL" detect --runs 1 --json --dir "$dir" ${ABLATE:+--ablate "$ABLATE"} "./$pkg" >"$dir.detect.$run.json" 2>"$dir.detect.$run.log")
 		rc=$?
 		set -e
 		logs+=("$dir.detect.$run.log")
 		case $rc in
 		0) ;;
-		1) TRY_RUNS=$run; break ;;
+		1) TRY_RUNS=$run TRY_EXPOSED=1; break ;;
 		*) die "wafl detect ./$pkg failed (status $rc), see $dir.detect.$run.log" ;;
 		esac
 	done
@@ -174,8 +185,8 @@ for name in "${names[@]}"; do
 		for ((try = 1; try <= TRIES; try++)); do
 			one_try "$name" "$work/$name.try$try"
 			r=$TRY_RUNS s=$TRY_SECS
-			echo "   try $try: runs-to-expose=$r (${s}s of test runs)" >&2
-			if [[ $r != 0 ]]; then
+			echo "   try $try: exposed=$TRY_EXPOSED runs-to-expose=$r (${s}s of test runs)" >&2
+			if [[ $TRY_EXPOSED == 1 ]]; then
 				exposed=$((exposed + 1))
 				runs+=("$r")
 				secs+=("$s")
@@ -191,7 +202,7 @@ print("%.1fx" % (sum(secs)/len(secs)/base) if secs and base > 0 else "-")' "$bas
 		# fixed twin: nothing may be reported.
 		one_try "$name/fixed" "$work/$name.fixed"
 		r=$TRY_RUNS
-		if [[ $r == 0 ]]; then verdict="nothing reported in $RUNS runs"; else verdict="**REPORTED in run $r**"; fi
+		if [[ $TRY_EXPOSED == 0 ]]; then verdict="nothing reported in $RUNS runs"; else verdict="**REPORTED in run $r**"; fi
 		load_stop
 		row+=" $within2/$TRIES | $exposed/$TRIES | $median | $slowdown |"
 		fixedrow+=" $verdict |"
@@ -211,6 +222,9 @@ done
 # Keep the field benchmark's section (written by `make field`).
 field=""
 [[ -f $OUT ]] && field=$(sed -n '/^<!-- field:begin/,/^<!-- field:end -->/p' "$OUT")
+# Keep the ablation section (Table 6.4, written by scripts/ablate.sh runs).
+ablation=""
+[[ -f $OUT ]] && ablation=$(sed -n '/^<!-- ablation:begin/,/^<!-- ablation:end -->/p' "$OUT")
 {
 	cat <<HDR
 # wafl on the MEMORDER corpus
@@ -245,6 +259,7 @@ HDR
 |---|$fixedsep
 HDR
 	printf '%s\n' "${fixedrows[@]}"
+	if [[ -n $ablation ]]; then printf '\n%s\n' "$ablation"; fi
 	if [[ -n $field ]]; then printf '\n%s\n' "$field"; fi
 } >"$OUT"
 echo "wrote $OUT" >&2

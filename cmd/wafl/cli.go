@@ -126,6 +126,8 @@ func analysisFlags(cmd *cobra.Command, o *plans.Overrides) {
 	f.Float64Var(&o.Alpha, "alpha", plans.DefaultAlpha, "delay = alpha × largest observed gap")
 	f.DurationVar(&o.MinDelay, "min-delay", time.Duration(plans.DefaultMinDelayNs), "shortest delay")
 	f.DurationVar(&o.MaxDelay, "max-delay", time.Duration(plans.DefaultMaxDelayNs), "longest delay")
+	f.BoolVar(&o.NoLoadScale, "no-load-scale", false,
+		fmt.Sprintf("do not scale --near-miss and --max-delay by the machine's load during the preparation run (at most %g×)", plans.MaxLoadFactor))
 }
 
 // detectionFlags registers the detection-run parameters; unset, they keep
@@ -153,6 +155,7 @@ func packagesArgs(args []string) []string {
 
 func newPrepare(common *pipeline.Common) *cobra.Command {
 	o := new(pipeline.PrepareOptions)
+	var ablate []string
 	cmd := &cobra.Command{
 		Use:   "prepare [packages]",
 		Short: "Instrument packages, run each test once delay-free and plan delays",
@@ -164,16 +167,32 @@ not modified.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
+			for _, a := range ablate {
+				switch a {
+				case "parent-child":
+					o.Params.NoForkOrder = true
+				case "interference", "hb", "decay", "fixed-delay": // detection-run parts
+				default:
+					return usageError{fmt.Errorf("--ablate: unknown part %q (want parent-child; the rest are detect's)", a)}
+				}
+			}
 			sum, err := pipeline.Prepare(cmd.Context(), *o)
 			if err != nil {
 				return err
 			}
-			return sum.Err()
+			if err := sum.Err(); err != nil {
+				return err
+			}
+			if len(sum.Bugs) > 0 { // a preparation run crashed with a MEMORDER panic
+				return errBugs
+			}
+			return nil
 		},
 	}
 	testFlags(cmd, &o.Tests)
 	tagsFlag(cmd, &o.Packages)
 	analysisFlags(cmd, &o.Params)
+	cmd.Flags().StringSliceVar(&ablate, "ablate", nil, "turn parts of the analysis off to measure them: parent-child (keep pairs that fork order)")
 	return cmd
 }
 
@@ -184,17 +203,22 @@ func newDetect(common *pipeline.Common) *cobra.Command {
 		Short: "Run tests with planned delays and report the MEMORDER bugs they expose",
 		Long: `detect runs every test that has delay candidates (preparing it first if it has
 no plan yet) with delays injected as planned, until a bug shows or --runs runs are
-used, saving the plan after each run. Bugs are reported only when an injected delay
-caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
+used, saving the plan after each run. A MEMORDER panic at a site of the plan is
+reported as a bug however it came about (during a delay, during wafl's delay
+decision, on the natural schedule), and so is one in a preparation run. Exit
+status: 0 no bug, 1 bugs found (in this invocation or still live from an earlier
+one), 2 error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
 			o.SeedSet = cmd.Flags().Changed("seed")
 			for _, a := range o.Ablate {
 				switch a {
-				case "interference", "hb", "decay":
+				case "interference", "hb", "decay", "fixed-delay":
+				case "parent-child":
+					o.Params.NoForkOrder = true // for tests prepared on the way
 				default:
-					return usageError{fmt.Errorf("--ablate: unknown part %q (want interference, hb or decay)", a)}
+					return usageError{fmt.Errorf("--ablate: unknown part %q (want interference, hb, decay, fixed-delay or parent-child)", a)}
 				}
 			}
 			if o.Runs < 1 {
@@ -220,7 +244,7 @@ caused a real panic. Exit status: 0 no bug, 1 bugs found, 2 error.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Runs, "runs", pipeline.DefaultRuns, "detection runs per test")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for every random decision (default: random, recorded in reports)")
-	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay")
+	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay, fixed-delay (100 ms delays), parent-child (no fork-order pruning)")
 	reportFlags(cmd, &o.Reports, "print the report JSON to stdout")
 	return cmd
 }

@@ -27,6 +27,20 @@ type Attribution struct {
 	// reorder: the panicking goroutine ran ℓ2 (Pair.Second) during the
 	// delay and failed later, at Failing.
 	Reordered bool
+	// How says how the crash came about. For HowDecision and HowNatural
+	// Delay is not a logged delay: its ID is 0, Site is ℓ1 and G the
+	// goroutine that was deciding ℓ1's delay (0 if none).
+	How How
+}
+
+// how sets How for an attribution to a logged delay.
+func (a *Attribution) how() *Attribution {
+	if a.InProgress {
+		a.How = HowInProgress
+	} else {
+		a.How = HowAfterDelay
+	}
+	return a
 }
 
 // allowed reports whether a panic of kind k can come from a bug of kind b:
@@ -156,11 +170,14 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 		}
 		matchedSites = true
 		if a := attributeAt(p, lg, c, g.ID, f, ids); a != nil {
+			return a.how(), ""
+		}
+		if a := attributeCheckAct(p, tab, lg, c, g.ID, f, ids); a != nil {
 			return a, ""
 		}
 	}
 	if a := attributeReorder(p, tab, lg, c, g, ix); a != nil {
-		return a, ""
+		return a.how(), ""
 	}
 	where := fmt.Sprintf("%s:%d", c.Failing.File, c.Failing.Line)
 	if !matchedSites {

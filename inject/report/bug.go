@@ -41,7 +41,15 @@ type Bug struct {
 	Partner *Location `json:"partner,omitempty"`
 	// Reordered is set for a use-before-init whose panic came after ℓ2, in
 	// the goroutine that ran ℓ2 during the delay.
-	Reordered bool      `json:"reordered,omitempty"`
+	// Recovered is set when user code recovered the panic (the test
+	// failed without a crash); the runtime logged it before it happened.
+	Recovered bool `json:"recovered,omitempty"`
+	Reordered bool `json:"reordered,omitempty"`
+	// How says how the crash came about (report.How: delay-in-progress,
+	// after-delay, delay-decision, natural-schedule, preparation-run) and
+	// HowDetail what the run log shows for it.
+	How       How       `json:"how,omitempty"`
+	HowDetail string    `json:"how_detail,omitempty"`
 	Delay     DelayInfo `json:"delay"`
 	// PanickingGoroutine is the goroutine that panicked.
 	PanickingGoroutine int64 `json:"panicking_goroutine"`
@@ -68,6 +76,9 @@ type Location struct {
 	Func string `json:"func,omitempty"` // enclosing function
 	// Frame is the stack frame's function, for the failing site.
 	Frame string `json:"frame,omitempty"`
+	// Hoisted is the lock acquisition the site's delay was injected
+	// before (the site is inside its critical section).
+	Hoisted *sites.Guard `json:"hoisted,omitempty"`
 	// CrashFile and CrashLine are, for the failing site, the line that
 	// panicked when it is not the site's own: the dereference of a value
 	// loaded at the site (a "load" site).
@@ -127,6 +138,7 @@ func siteLocation(tab *sites.Table, id uint32) Location {
 		if s, ok := tab.Lookup(id); ok {
 			loc.File, loc.Line, loc.Col = s.File, s.Line, s.Col
 			loc.Op, loc.Expr, loc.Func = s.Kind, s.Expr, s.Func
+			loc.Hoisted = s.Guard
 		}
 	}
 	return loc
@@ -139,6 +151,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		PanicKind:          c.Kind,
 		Package:            in.Package,
 		Test:               in.Test,
+		How:                a.How,
 		Delayed:            siteLocation(in.Sites, a.Delay.Site),
 		Failing:            siteLocation(in.Sites, a.Failing),
 		PanickingGoroutine: c.Goroutine,
@@ -158,7 +171,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	} else if a.Frame.Line != 0 && (a.Frame.Line != b.Failing.Line || !sameFile(a.Frame.File, b.Failing.File)) {
 		b.Failing.CrashFile, b.Failing.CrashLine = a.Frame.File, a.Frame.Line
 	}
-	if a.Kind == plans.UseAfterDispose || a.Reordered {
+	if a.Kind == plans.UseAfterDispose || a.Kind == plans.CheckThenAct || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
 		b.Partner = &p
 	}
@@ -210,7 +223,7 @@ func ReadJSON(path string) (*Report, error) {
 		if b == nil {
 			return nil, fmt.Errorf("bug report %s: bug %d is null", path, i)
 		}
-		if b.Kind != plans.UseBeforeInit && b.Kind != plans.UseAfterDispose {
+		if !b.Kind.Known() {
 			return nil, fmt.Errorf("bug report %s: bug %d: unknown kind %q", path, i, b.Kind)
 		}
 	}
@@ -260,22 +273,45 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 			ew.printf("\n")
 		}
 		ew.printf("%s in %s %s (run %d, seed %d)\n", strings.ToUpper(string(b.Kind)), b.Package, b.Test, b.Run, b.Seed)
-		ew.printf("  panic:     %s\n", b.Panic)
-		state := "ended"
-		if b.Delay.InProgress {
-			state = "in progress at the crash"
+		if b.Recovered {
+			ew.printf("  panic:     %s (recovered by user code; the test failed)\n", b.Panic)
+		} else {
+			ew.printf("  panic:     %s\n", b.Panic)
 		}
-		ew.printf("  delayed:   %s\n", b.Delayed)
-		ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		if b.How != "" {
+			ew.printf("  how:       %s\n", b.How.Describe())
+			if b.HowDetail != "" {
+				ew.printf("             %s\n", b.HowDetail)
+			}
+		}
+		switch {
+		case b.How == HowPreparation:
+		case b.How == HowNatural || b.How == HowDecision:
+			ew.printf("  delayed:   %s\n", b.Delayed)
+		default:
+			state := "ended"
+			if b.Delay.InProgress {
+				state = "in progress at the crash"
+			}
+			ew.printf("  delayed:   %s\n", b.Delayed)
+			ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		}
+		if b.Delayed.Hoisted != nil {
+			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)
+		}
 		ew.printf("  failing:   %s\n", b.Failing)
 		if b.Failing.CrashLine != 0 {
 			ew.printf("             crashed at %s:%d, dereferencing the value loaded there\n", b.Failing.CrashFile, b.Failing.CrashLine)
 		}
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)
 		if b.Partner != nil {
-			if b.Kind == plans.UseAfterDispose {
+			switch b.Kind {
+			case plans.UseAfterDispose:
 				ew.printf("  disposed:  %s\n", *b.Partner)
-			} else {
+			case plans.CheckThenAct:
+				ew.printf("  checked:   %s\n", *b.Partner)
+				ew.printf("             by another goroutine during the delay after the check\n")
+			default:
 				ew.printf("  used:      %s\n", *b.Partner)
 				ew.printf("             during the delay, by goroutine %d\n", b.PanickingGoroutine)
 			}

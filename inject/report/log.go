@@ -22,11 +22,18 @@ type Log struct {
 	// abi.MaxProbSkipRecords); the loc and finish records have exact totals.
 	Skips  []Skip
 	Prunes []Prune // pairs pruned by happens-before inference
+	// Late are partner accesses that came right after a delay ended
+	// (the delay grows in the plan).
+	Late []Late
 	// Reorders are accesses at watched sites to the object of a delay in
 	// progress in another goroutine (at most abi.MaxReorderRecords per run).
 	Reorders []Reorder
 	Locs     []LocEnd // per-location state at Finish
-	Finish   *Finish  // nil when the process died before Finish
+	// Panics are instrumented operations that were about to panic with a
+	// MEMORDER panic (at most abi.MaxPanicRecords per run): seen even when
+	// user code recovered the panic.
+	Panics []Panic
+	Finish *Finish // nil when the process died before Finish
 	// Missing is set when the log file did not exist (the binary failed
 	// before setting up the run). Truncated is set when the last line was
 	// cut short (the process died while writing it); BadLines counts
@@ -89,6 +96,18 @@ type Prune struct {
 	DelayNs int64  `json:"delay_ns"`
 }
 
+// Late is partner site Second reached by goroutine G right after delay
+// Delay at First ended, NeedNs after it started.
+type Late struct {
+	T       int64  `json:"t"`
+	First   uint32 `json:"first"`
+	Second  uint32 `json:"second"`
+	Delay   uint64 `json:"id"`
+	G       uint64 `json:"g"`
+	NeedNs  int64  `json:"need_ns"`
+	DelayNs int64  `json:"delay_ns"`
+}
+
 // Reorder is watched site Second reached by goroutine G, with object Obj,
 // while delay Delay at ℓ1 = First on the same object was in progress in
 // goroutine DelayG.
@@ -100,6 +119,16 @@ type Reorder struct {
 	G      uint64 `json:"g"`
 	DelayG uint64 `json:"delay_g"`
 	Obj    uint64 `json:"obj"`
+}
+
+// Panic is an instrumented operation at Site in goroutine G that was
+// about to panic (Kind: abi.Panic*) on object Obj.
+type Panic struct {
+	T    int64  `json:"t"`
+	Site uint32 `json:"site"`
+	G    uint64 `json:"g"`
+	Obj  uint64 `json:"obj"`
+	Kind string `json:"kind"`
 }
 
 // LocEnd is a location's state at Finish.
@@ -221,12 +250,24 @@ func (lg *Log) add(line []byte) error {
 			return err
 		}
 		lg.Prunes = append(lg.Prunes, p)
+	case abi.EvLate:
+		var l Late
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		lg.Late = append(lg.Late, l)
 	case abi.EvReorder:
 		var r Reorder
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
 		lg.Reorders = append(lg.Reorders, r)
+	case abi.EvPanic:
+		var p Panic
+		if err := json.Unmarshal(line, &p); err != nil {
+			return err
+		}
+		lg.Panics = append(lg.Panics, p)
 	case abi.EvLoc:
 		var l LocEnd
 		if err := json.Unmarshal(line, &l); err != nil {

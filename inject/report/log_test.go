@@ -13,7 +13,8 @@ import (
 func TestLogTypesCoverRunLog(t *testing.T) {
 	into := map[string]any{
 		abi.EvSetup: Setup{}, abi.EvDelay: Delay{}, abi.EvEnd: logRecord{}, abi.EvSkip: Skip{},
-		abi.EvHB: Prune{}, abi.EvReorder: Reorder{}, abi.EvLoc: LocEnd{}, abi.EvFinish: Finish{},
+		abi.EvHB: Prune{}, abi.EvReorder: Reorder{}, abi.EvLate: Late{}, abi.EvLoc: LocEnd{}, abi.EvFinish: Finish{},
+		abi.EvPanic: Panic{},
 	}
 	for _, spec := range abi.RunLog {
 		v, ok := into[spec.Ev]

@@ -19,7 +19,7 @@ type Status string
 // Run statuses; the first four are also plans.Run.Outcome.
 const (
 	Pass        Status = "pass"    // the test passed
-	BugFound    Status = "bug"     // a MEMORDER panic attributed to an injected delay
+	BugFound    Status = "bug"     // a MEMORDER panic at a planned site (Attribution.How says how)
 	Fail        Status = "fail"    // an ordinary test failure (not a bug wafl reports)
 	TimedOut    Status = "timeout" // the run was killed or the test timed out
 	SetupFailed Status = "error"   // the runtime could not set up the run (bad plan, log, ...)
@@ -105,6 +105,13 @@ func Outcome(in RunInput) (*RunResult, error) {
 		c = ParseCrash(in.Stderr)
 	}
 	res.Crash = c
+	// A run that failed without a crash may have recovered a MEMORDER
+	// panic the runtime saw coming (checkact.go).
+	var recovered *Attribution
+	var recoveredWhy string
+	if c == nil && in.ExitCode != 0 && in.ExitCode != abi.ExitSetup && !in.Killed && len(lg.Panics) > 0 {
+		recovered, c, recoveredWhy = attributeRecovered(in.Plan, in.Sites, lg)
+	}
 
 	switch {
 	case in.ExitCode == abi.ExitSetup && bytes.Contains(in.Stderr, []byte("wafl: detect:")):
@@ -116,6 +123,12 @@ func Outcome(in RunInput) (*RunResult, error) {
 	case c != nil && c.Kind == Timeout:
 		res.Status = TimedOut
 		res.Reason = c.Panic
+	case recovered != nil:
+		res.Status = BugFound
+		res.Attr = recovered
+		res.Crash = c
+		res.Bug = newBug(in, recovered, c)
+		res.Bug.Recovered = true
 	case c != nil:
 		a, why := Attribute(in.Plan, in.Sites, lg, c)
 		if a != nil {
@@ -128,6 +141,11 @@ func Outcome(in RunInput) (*RunResult, error) {
 			f := siteLocation(in.Sites, kb.Failing)
 			res.Reason = fmt.Sprintf("panic: %s: the known %s bug at %s:%d (found in run %d) showed again, not through a delay of its own pair",
 				c.Panic, kb.Kind, f.File, f.Line, kb.Run)
+		} else if a := creditPlanned(in.Plan, in.Sites, lg, c); a != nil {
+			res.Status = BugFound
+			res.Attr = a
+			res.Bug = newBug(in, a, c)
+			res.Bug.HowDetail = creditDetail(lg, a)
 		} else {
 			res.Status = Fail
 			res.Reason = fmt.Sprintf("panic: %s: not a MEMORDER bug: %s", c.Panic, why)
@@ -135,6 +153,9 @@ func Outcome(in RunInput) (*RunResult, error) {
 	case in.ExitCode != 0:
 		res.Status = Fail
 		res.Reason = fmt.Sprintf("exit status %d%s", in.ExitCode, failedTests(in.Stderr))
+		if recoveredWhy != "" {
+			res.Reason += fmt.Sprintf("; %d recovered MEMORDER panic(s), not attributed: %s", len(lg.Panics), recoveredWhy)
+		}
 	default:
 		res.Status = Pass
 	}
@@ -227,7 +248,10 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 		o.Delays = make([]plans.RunDelay, len(lg.Delays))
 		for i, d := range lg.Delays {
 			o.Delays[i] = plans.RunDelay{Site: d.Site, Ended: d.Ended,
-				Exposed: res.Attr != nil && d.ID == res.Attr.Delay.ID}
+				Exposed: res.Attr != nil && res.Attr.Delay.ID != 0 && d.ID == res.Attr.Delay.ID}
+		}
+		for _, l := range lg.Late {
+			o.Late = append(o.Late, plans.Late{First: l.First, Second: l.Second, NeedNs: l.NeedNs})
 		}
 		o.Pruned = make([]plans.PairID, len(lg.Prunes))
 		for i, pr := range lg.Prunes {

@@ -161,7 +161,7 @@ func TestBugUseBeforeInit(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseBeforeInit, 1, 2, 400*ms))
 	res, out := retry(t, "use-before-init", func() (*RunResult, string) {
 		return runScenario(t, "TestScenarioUseBeforeInit", p, runOpts{seed: 7})
-	}, func(r *RunResult) bool { return r.Status == BugFound })
+	}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 	b := res.Bug
 	if b.Kind != plans.UseBeforeInit || b.Delayed.Site != 1 || b.Failing.Site != 2 {
 		t.Fatalf("bug %s delayed %d failing %d, want use-before-init 1 → 2\n%s", b.Kind, b.Delayed.Site, b.Failing.Site, out)
@@ -213,7 +213,7 @@ func TestBugUseAfterDispose(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseAfterDispose, 3, 4, 400*ms))
 	res, out := retry(t, "use-after-dispose", func() (*RunResult, string) {
 		return runScenario(t, "TestScenarioUseAfterDispose", p, runOpts{seed: 3})
-	}, func(r *RunResult) bool { return r.Status == BugFound })
+	}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 	b := res.Bug
 	if b.Kind != plans.UseAfterDispose || b.Delayed.Site != 3 || b.Failing.Site != 3 || b.Partner == nil || b.Partner.Site != 4 {
 		t.Fatalf("bug %+v, want use-after-dispose delayed and failing at 3, disposed at 4\n%s", b, out)
@@ -230,7 +230,7 @@ func TestBugThroughHooks(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseAfterDispose, 15, 16, 400*ms))
 	res, _ := retry(t, "use-after-dispose through the hooks", func() (*RunResult, string) {
 		return runScenario(t, "TestScenarioHooks", p, runOpts{seed: 15})
-	}, func(r *RunResult) bool { return r.Status == BugFound })
+	}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 	if res.Bug.Kind != plans.UseAfterDispose || res.Bug.Delayed.Site != 15 || res.Bug.Failing.Site != 15 {
 		t.Errorf("bug %+v", res.Bug)
 	}
@@ -242,7 +242,7 @@ func TestBugReorderedUseBeforeInit(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseBeforeInit, 18, 17, 300*ms))
 	res, out := retry(t, "reordered use-before-init", func() (*RunResult, string) {
 		return runScenario(t, "TestScenarioCheckThenAct", p, runOpts{seed: 17})
-	}, func(r *RunResult) bool { return r.Status == BugFound })
+	}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 	b := res.Bug
 	if b.Kind != plans.UseBeforeInit || !b.Reordered || b.Delayed.Site != 18 || b.Failing.Site != 19 ||
 		b.Partner == nil || b.Partner.Site != 17 || res.Crash.Kind != CloseClosed {
@@ -258,7 +258,7 @@ func TestBugAfterTestReturned(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseAfterDispose, 5, 6, 400*ms))
 	res, out := retry(t, "use-after-dispose after the test returned", func() (*RunResult, string) {
 		return runScenario(t, "TestScenarioAfterReturn", p, runOpts{seed: 5})
-	}, func(r *RunResult) bool { return r.Status == BugFound })
+	}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 	if !strings.Contains(out, "--- PASS: TestScenarioAfterReturn") {
 		t.Errorf("the test function should have passed before the panic:\n%s", out)
 	}
@@ -288,11 +288,46 @@ func TestNoBugUnrelatedPanic(t *testing.T) {
 	}
 }
 
-func TestNoBugPanicWithoutDelay(t *testing.T) {
+// TestPanicWithoutDelayIsCredited: the panic at the pair's ℓ2 with no
+// delay at all (ℓ1 never ran) is the bug all the same, on the natural
+// schedule.
+func TestPanicWithoutDelayIsCredited(t *testing.T) {
 	p := newPlan(pairLoc(plans.UseBeforeInit, 10, 9, 5*ms))
 	res, out := runScenario(t, "TestScenarioPanicWithoutDelay", p, runOpts{})
-	if res.Status != Fail || !strings.Contains(res.Reason, "no delay was injected") {
-		t.Fatalf("status %s reason %q, want fail: no delay\n%s", res.Status, res.Reason, out)
+	if res.Status != BugFound || res.Bug.How != HowNatural || res.Bug.Failing.Site != 9 || res.Bug.Delayed.Site != 10 {
+		t.Fatalf("status %s reason %q bug %+v, want a natural-schedule bug 10 → 9\n%s", res.Status, res.Reason, res.Bug, out)
+	}
+	if !strings.Contains(res.Bug.HowDetail, "no delay was decided") {
+		t.Errorf("how detail %q", res.Bug.HowDetail)
+	}
+	o := res.PlanOutcome()
+	if o.Bug == nil || o.Bug.Delayed != 10 || o.Bug.Failing != 9 {
+		t.Errorf("plan outcome bug %+v", o.Bug)
+	}
+	var txt strings.Builder
+	if err := WriteText(&txt, []*Bug{res.Bug}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "natural schedule") {
+		t.Errorf("text report does not say how:\n%s", txt.String())
+	}
+}
+
+// TestCrashDuringDecision: a real crash while the delayed goroutine is
+// inside wafl's delay decision (deterministic: the decision hook holds it
+// there) is reported as a bug found during the decision.
+func TestCrashDuringDecision(t *testing.T) {
+	p := newPlan(pairLoc(plans.UseBeforeInit, 22, 23, 50*ms))
+	res, out := runScenario(t, "TestScenarioDecision", p, runOpts{})
+	if res.Status != BugFound {
+		t.Fatalf("status %s reason %q, want bug\n%s", res.Status, res.Reason, out)
+	}
+	b := res.Bug
+	if b.How != HowDecision || b.Kind != plans.UseBeforeInit || b.Delayed.Site != 22 || b.Failing.Site != 23 || b.Delay.Goroutine == 0 {
+		t.Fatalf("bug %+v, want use-before-init 22 → 23 found during the delay decision\n%s", b, out)
+	}
+	if len(res.Log.Delays) != 0 {
+		t.Errorf("the log counts %d delays; the decision had not counted one", len(res.Log.Delays))
 	}
 }
 
@@ -319,7 +354,7 @@ func TestInterferenceFigure42b(t *testing.T) {
 	t.Run("rule on", func(t *testing.T) {
 		res, _ := retry(t, "the bug with the interference rule", func() (*RunResult, string) {
 			return runScenario(t, "TestScenarioInterference", plan(), runOpts{seed: 11})
-		}, func(r *RunResult) bool { return r.Status == BugFound })
+		}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 		if res.Bug.Kind != plans.UseAfterDispose || res.Bug.Failing.Site != 11 {
 			t.Errorf("bug %+v", res.Bug)
 		}

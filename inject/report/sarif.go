@@ -105,6 +105,8 @@ var sarifRules = []struct {
 		"An order violation on a sync.WaitGroup: a goroutine called Done (or Add with a negative delta) before another goroutine's matching Add, and the counter went negative (\"sync: negative WaitGroup counter\"). wafl exposed it by delaying the Add."},
 	{plans.Kind(WGReuse), "WaitGroupReuse", "A WaitGroup was reused before the previous Wait returned.",
 		"An order violation on a sync.WaitGroup: Add for a new round ran while a Wait of the previous round had not returned (\"sync: WaitGroup is reused before previous Wait has returned\", or Add called concurrently with Wait)."},
+	{plans.CheckThenAct, "CheckThenAct", "Two goroutines check that a value is not disposed, then both dispose of it.",
+		"A check-then-act race: a goroutine checks whether a channel is closed (or a closed flag is set) and closes or disposes it when not, and another goroutine can check in between. wafl exposed it by delaying the first goroutine right after its check; both acted and the program panicked (close of closed channel, use of a disposed value)."},
 }
 
 // WriteSARIF writes bugs as a SARIF 2.1.0 log with one run, one rule per
@@ -142,12 +144,19 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 				idx = i
 			}
 		}
+		how := fmt.Sprintf("after wafl delayed %s at %s:%d", describe(b.Delayed), filepath.Base(b.Delayed.File), b.Delayed.Line)
+		switch b.How {
+		case HowNatural, HowDecision:
+			how = fmt.Sprintf("%s (pair with %s at %s:%d)", b.How.Describe(), describe(b.Delayed), filepath.Base(b.Delayed.File), b.Delayed.Line)
+		case HowPreparation:
+			how = b.How.Describe()
+		}
 		res := sarifResult{
 			RuleID:    string(rule),
 			RuleIndex: idx,
 			Level:     "error",
-			Message: sarifMessage{fmt.Sprintf("%s: %s panicked with %q after wafl delayed %s at %s:%d (test %s, run %d, seed %d). Reproduce: %s",
-				b.Kind, describe(b.Failing), b.Panic, describe(b.Delayed), filepath.Base(b.Delayed.File), b.Delayed.Line,
+			Message: sarifMessage{fmt.Sprintf("%s: %s panicked with %q %s (test %s, run %d, seed %d). Reproduce: %s",
+				b.Kind, describe(b.Failing), b.Panic, how,
 				b.Test, b.Run, b.Seed, b.Reproduce.Wafl)},
 			Locations: []sarifLocation{{PhysicalLocation: physical(b.Failing, root)}},
 			PartialFingerprints: map[string]string{
@@ -155,12 +164,18 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 			},
 			Properties: map[string]any{"package": b.Package, "test": b.Test, "seed": b.Seed, "run": b.Run},
 		}
-		id := 1
-		res.RelatedLocations = append(res.RelatedLocations, sarifLocation{ID: ptr(id),
-			PhysicalLocation: physical(b.Delayed, root), Message: &sarifMessage{"delayed here: " + describe(b.Delayed)}})
+		id := 0
+		if b.Delayed.File != "" {
+			id++
+			res.RelatedLocations = append(res.RelatedLocations, sarifLocation{ID: ptr(id),
+				PhysicalLocation: physical(b.Delayed, root), Message: &sarifMessage{"delayed here: " + describe(b.Delayed)}})
+		}
 		if b.Partner != nil {
 			id++
 			what := "disposed here: "
+			if b.Kind == plans.CheckThenAct {
+				what = "checked here by the other goroutine: "
+			}
 			if b.Kind == plans.UseBeforeInit {
 				what = "used here during the delay: "
 			}

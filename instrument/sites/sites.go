@@ -40,6 +40,19 @@ type Site struct {
 	// to the call or copy that leads there: a crash on one of them is a
 	// crash at this site.
 	Derefs []Ref `json:"derefs,omitempty"`
+	// Guard is the Lock/RLock call that guards the site when the site is
+	// inside a critical section its goroutine entered earlier in the same
+	// function (or in the caller of a helper): a delay at the site is
+	// injected before that call (hoisting, docs/algorithm.md).
+	Guard *Guard `json:"guard,omitempty"`
+}
+
+// Guard is a lock acquisition a site's delay is hoisted before.
+type Guard struct {
+	Call string `json:"call"` // source text, e.g. "s.mu.Lock()"
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
 }
 
 // Ref is a line of a source file.

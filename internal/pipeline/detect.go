@@ -98,7 +98,16 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	if err != nil {
 		return 0, "", err
 	}
+	learned := ""
+	if len(plan.Locations) == 0 && len(known) == 0 {
+		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
+			return 0, "", err
+		}
+	}
 	if plan.Empty() {
+		if learned != "" {
+			return 0, "no delay candidates (" + learned + ")", nil
+		}
 		if len(known) > 0 {
 			return len(known), fmt.Sprintf("%d known bug(s), no other delay candidates", len(known)), nil
 		}
@@ -122,7 +131,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			rr.Bug.Runs = k + 1
 			s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
 			s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
-			return 1 + len(known), fmt.Sprintf("%s after %d run(s)", rr.Bug.Kind, k+1), nil
+			return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
 		case report.TimedOut:
 			return 0, "", &testError{note: "timeout",
 				err: fmt.Errorf("run %d timed out (%s); output in %s", r.n, rr.Reason, r.output())}
@@ -140,7 +149,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	if len(known) > 0 {
 		return len(known), fmt.Sprintf("%d known bug(s), no new bug", len(known)), nil
 	}
-	return 0, "no bug", nil
+	return 0, "no bug" + paren(learned), nil
 }
 
 // detectPlan returns the plan detection runs of test j use and the bugs it

@@ -10,6 +10,8 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/analyze"
+	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 	"github.com/memorder/wafl/record/trace"
 )
@@ -31,7 +33,15 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 		return nil, err
 	}
 	defer s.unlock()
+	if len(s.sum.Bugs) > 0 { // preparation runs that crashed with a MEMORDER panic
+		if err := emitReports(&o.Common, Reports{}, s.ws, s.sum.Bugs); err != nil {
+			return nil, err
+		}
+	}
 	s.sum.Print(o.Stderr, false)
+	if n := len(s.sum.Bugs); n > 0 {
+		fmt.Fprintf(o.Stderr, "%d bugs exposed without delays\n", n)
+	}
 	return s.sum, s.finish(o.Stderr)
 }
 
@@ -49,6 +59,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 	}
 	os.Remove(raw)
 	sub, skip := o.subtestArgs()
+	load := loadFactor()
 	res, err := testRun{
 		Sub:     sub,
 		Skip:    skip,
@@ -71,6 +82,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "timeout", err: err}
 	case res.ExitCode != 0:
+		if err := prepCrash(s, j, res, sub, skip); err != nil {
+			return "", err
+		}
 		err := fmt.Errorf("fails without delays (exit status %d); output in %s\n%s",
 			res.ExitCode, res.Output, failureExcerpt(res.Output))
 		rememberFailure(s.ws, j, "fails without delays", err.Error(), res.Output)
@@ -78,7 +92,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		return "", &testError{note: "fails without delays", err: err}
 	}
 	forgetFailure(s.ws, j)
-	plan, stats, err := analyzeRun(ctx, s.ws, o.Params, j, raw)
+	params := o.Params
+	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
+	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw)
 	if err != nil {
 		return "", &testError{phase: "analyze", note: "analysis failed", err: err}
 	}
@@ -110,10 +126,11 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 	os.Remove(raw)
 	p := params.NewParams()
 	plan, stats, err := analyze.File(ctx, arrows, analyze.Options{
-		Params:     &p,
-		TempDir:    ws.path("tmp"),
-		Tool:       "wafl",
-		BinaryHash: j.pkg.hash,
+		Params:      &p,
+		TempDir:     ws.path("tmp"),
+		NoForkOrder: params.NoForkOrder,
+		Tool:        "wafl",
+		BinaryHash:  j.pkg.hash,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -139,4 +156,35 @@ func failureExcerpt(path string) string {
 		return ""
 	}
 	return tail(string(data), 15)
+}
+
+// prepCrash turns a MEMORDER panic of a preparation run at an
+// instrumented site into a bug exposed without delay (report.HowPreparation):
+// it is added to the summary, so the invocation exits 1, and the test stops
+// with an error saying so (it has no plan until a preparation run passes).
+// Any other failure gives nil.
+func prepCrash(s *session, j job, res runResult, sub, skip string) error {
+	out, err := os.ReadFile(res.Output)
+	if err != nil {
+		return nil
+	}
+	tab, err := sites.Load(j.pkg.Sites)
+	if err != nil {
+		return nil
+	}
+	tr := testRun{Binary: j.pkg.Binary, Test: j.test, Sub: sub, Skip: skip}
+	bug, _ := report.PreparationBug(report.PrepCrash{
+		Package: j.pkg.ImportPath, Test: j.test, Binary: j.pkg.Binary,
+		Args: tr.args(), Env: []string{abi.Env(abi.EnvMode, abi.ModeRecord)},
+		Sites: tab, Output: out,
+	})
+	if bug == nil {
+		return nil
+	}
+	s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, bug) })
+	s.prog.Printf("BUG %s in %s.%s (preparation run, no delay): %s\n", bug.Kind, j.pkg.ImportPath, j.test, bug.Panic)
+	return &testError{note: "bug exposed without delays",
+		err: fmt.Errorf("MEMORDER panic in the delay-free preparation run at %s:%d (%s), reported as a bug; "+
+			"the test gets a plan once a preparation run passes; output in %s",
+			bug.Failing.File, bug.Failing.Line, bug.Panic, res.Output)}
 }

@@ -44,9 +44,12 @@ type Summary struct {
 	WithCandidates int    // tests whose plan has delay candidates
 	Runs           int    // detection runs
 	Delays         int    // delays injected
-	Bugs           []*report.Bug
-	Problems       []Problem
-	Phases         []Phase
+	// Learned are the candidate pairs that recording runs of detect added
+	// to plans without candidates (learn.go), in LearnRuns runs.
+	Learned, LearnRuns int
+	Bugs               []*report.Bug
+	Problems           []Problem
+	Phases             []Phase
 }
 
 // Phase is the wall time of one phase.
@@ -109,6 +112,10 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 	if detect {
 		fmt.Fprintf(w, "detect:   %s, %s injected, %s found\n", plural(s.Runs, "run", "runs"),
 			plural(s.Delays, "delay", "delays"), plural(len(s.Bugs), "bug", "bugs"))
+		if s.LearnRuns > 0 {
+			fmt.Fprintf(w, "learned:  %s from %s of plans without candidates\n",
+				plural(s.Learned, "candidate pair", "candidate pairs"), plural(s.LearnRuns, "recording run", "recording runs"))
+		}
 	}
 	if len(s.Problems) > 0 {
 		probs := append([]Problem(nil), s.Problems...)

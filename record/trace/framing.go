@@ -23,6 +23,19 @@ type msgReader struct {
 	sawEOS  bool
 	atStart bool // nothing read yet
 	n       int  // messages read
+
+	// After the schema, Reader.Next reads record batches through next,
+	// which reuses these buffers from message to message.
+	metaBuf, bodyBuf []byte
+	rb               recBatch // the layout of the latest record batch
+	hdr              [4]byte  // not on the stack: it would escape through m.r
+}
+
+// recBatch is where a record batch's columns lie in its body, as
+// checkMessage found them (every buffer inside the body).
+type recBatch struct {
+	rows int64
+	data [len(abi.Columns)][2]int64 // offset and length of column i's data buffer
 }
 
 const (
@@ -44,56 +57,17 @@ func (m *msgReader) truncated(what string, err error) error {
 	return fmt.Errorf("reading %s at offset %d: %w", what, m.off, err)
 }
 
-// Message implements ipc.MessageReader.
+// Message implements ipc.MessageReader. Arrow reads the schema through it;
+// the record batches are read by next.
 func (m *msgReader) Message() (*ipc.Message, error) {
 	if m.msg != nil {
 		m.msg.Release()
 		m.msg = nil
 	}
-	if m.sawEOS {
-		return nil, errEOS
-	}
-	var b [4]byte
-	n, err := io.ReadFull(m.r, b[:])
+	meta, body, err := m.read(nil, nil, nil)
 	if err != nil {
-		if n == 0 && err == io.EOF {
-			// End of input without the end-of-stream marker: the writer
-			// did not finish. Report it as a cut, after the batches read.
-			return nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, abi.ErrTruncated)
-		}
-		return nil, m.truncated("a message header", err)
+		return nil, err
 	}
-	length := binary.LittleEndian.Uint32(b[:])
-	hdr := int64(4)
-	if length == contToken {
-		if _, err := io.ReadFull(m.r, b[:]); err != nil {
-			return nil, m.truncated("a message header", err)
-		}
-		length = binary.LittleEndian.Uint32(b[:])
-		hdr = 8
-	}
-	if length == 0 {
-		m.sawEOS = true
-		m.off += hdr
-		return nil, errEOS
-	}
-	if length > maxMetaLen {
-		return nil, fmt.Errorf("message at offset %d claims %d bytes of metadata: corrupt", m.off, length)
-	}
-	meta := make([]byte, length)
-	if _, err := io.ReadFull(m.r, meta); err != nil {
-		return nil, m.truncated("message metadata", err)
-	}
-	bodyLen, err := checkMessage(meta)
-	if err != nil {
-		return nil, fmt.Errorf("message at offset %d: %v", m.off, err)
-	}
-	body, err := readBody(m.r, bodyLen)
-	if err != nil {
-		return nil, m.truncated("a message body", err)
-	}
-	m.off += hdr + int64(length) + bodyLen
-	m.n++
 	mb, bb := memory.NewBufferBytes(meta), memory.NewBufferBytes(body)
 	m.msg = ipc.NewMessage(mb, bb)
 	mb.Release()
@@ -101,19 +75,92 @@ func (m *msgReader) Message() (*ipc.Message, error) {
 	return m.msg, nil
 }
 
-// readBody reads n bytes. Large bodies are read into a buffer that grows
-// as data arrives, so that a cut stream claiming a huge body costs only
-// what is there.
-func readBody(r io.Reader, n int64) ([]byte, error) {
+// next reads the next message, which must be a record batch, into the
+// reader's reused buffers, and returns its body; m.rb says where its
+// columns are. At the end of the stream it returns errEOS.
+func (m *msgReader) next() ([]byte, error) {
+	meta, body, err := m.read(m.metaBuf, m.bodyBuf, &m.rb)
+	if err != nil {
+		return nil, err
+	}
+	m.metaBuf, m.bodyBuf = meta[:0], body[:0]
+	return body, nil
+}
+
+// read reads one message into meta and body (reused when their capacity
+// suffices) and checks it. If rb is not nil, only a record batch is
+// accepted, and its layout goes to rb.
+func (m *msgReader) read(meta, body []byte, rb *recBatch) ([]byte, []byte, error) {
+	if m.sawEOS {
+		return nil, nil, errEOS
+	}
+	b := &m.hdr
+	n, err := io.ReadFull(m.r, b[:])
+	if err != nil {
+		if n == 0 && err == io.EOF {
+			// End of input without the end-of-stream marker: the writer
+			// did not finish. Report it as a cut, after the batches read.
+			return nil, nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, abi.ErrTruncated)
+		}
+		return nil, nil, m.truncated("a message header", err)
+	}
+	length := binary.LittleEndian.Uint32(b[:])
+	hdr := int64(4)
+	if length == contToken {
+		if _, err := io.ReadFull(m.r, b[:]); err != nil {
+			return nil, nil, m.truncated("a message header", err)
+		}
+		length = binary.LittleEndian.Uint32(b[:])
+		hdr = 8
+	}
+	if length == 0 {
+		m.sawEOS = true
+		m.off += hdr
+		return nil, nil, errEOS
+	}
+	if length > maxMetaLen {
+		return nil, nil, fmt.Errorf("message at offset %d claims %d bytes of metadata: corrupt", m.off, length)
+	}
+	if cap(meta) >= int(length) {
+		meta = meta[:length]
+	} else {
+		meta = make([]byte, length)
+	}
+	if _, err := io.ReadFull(m.r, meta); err != nil {
+		return nil, nil, m.truncated("message metadata", err)
+	}
+	bodyLen, err := checkMessage(meta, rb)
+	if err != nil {
+		return nil, nil, fmt.Errorf("message at offset %d: %v", m.off, err)
+	}
+	body, err = readBody(m.r, bodyLen, body)
+	if err != nil {
+		return nil, nil, m.truncated("a message body", err)
+	}
+	m.off += hdr + int64(length) + bodyLen
+	m.n++
+	return meta, body, nil
+}
+
+// readBody reads n bytes into buf if its capacity suffices, else into a
+// new buffer. Large bodies are read into a buffer that grows as data
+// arrives, so that a cut stream claiming a huge body costs only what is
+// there.
+func readBody(r io.Reader, n int64, buf []byte) ([]byte, error) {
 	if n == 0 {
 		return []byte{}, nil
+	}
+	if int64(cap(buf)) >= n {
+		buf = buf[:n]
+		_, err := io.ReadFull(r, buf)
+		return buf, err
 	}
 	if n <= exactBody {
 		buf := make([]byte, n)
 		_, err := io.ReadFull(r, buf)
 		return buf, err
 	}
-	buf := make([]byte, 0, readChunk)
+	buf = make([]byte, 0, readChunk)
 	for int64(len(buf)) < n {
 		if len(buf) == cap(buf) {
 			nb := make([]byte, len(buf), min(n, int64(cap(buf))*2))
@@ -197,8 +244,10 @@ func (b fb) deref(off int) (int, bool) {
 
 // checkMessage validates an IPC message's metadata and returns its body
 // length. Only the schema and record batch messages a trace contains are
-// accepted; every buffer of a record batch must lie inside the body.
-func checkMessage(meta []byte) (int64, error) {
+// accepted; every buffer of a record batch must lie inside the body. If
+// rb is not nil, the message must be a record batch, and its layout is
+// stored in rb.
+func checkMessage(meta []byte, rb *recBatch) (int64, error) {
 	b := fb(meta)
 	root, ok := b.deref(0)
 	if !ok {
@@ -251,6 +300,9 @@ func checkMessage(meta []byte) (int64, error) {
 	}
 	switch htype {
 	case hdrSchema:
+		if rb != nil {
+			return 0, errors.New("a second schema message in a wafl trace")
+		}
 		if err := b.checkSchemaTable(hdr); err != nil {
 			return 0, err
 		}
@@ -314,9 +366,17 @@ func checkMessage(meta []byte) (int64, error) {
 		return 0, fmt.Errorf("record batch has %d columns and %d buffers, want %d and %d", nn, bn, len(fields), 2*len(fields))
 	}
 	for i, c := range abi.Columns {
-		if l, _ := b.i64(bs + 16*(2*i+1) + 8); l/int64(c.Width) < rows {
+		o, _ := b.i64(bs + 16*(2*i+1))
+		l, _ := b.i64(bs + 16*(2*i+1) + 8)
+		if l/int64(c.Width) < rows {
 			return 0, fmt.Errorf("corrupt record batch (column %d: %d bytes for %d rows)", i, l, rows)
 		}
+		if rb != nil {
+			rb.data[i] = [2]int64{o, l}
+		}
+	}
+	if rb != nil {
+		rb.rows = rows
 	}
 	return bodyLen, nil
 }

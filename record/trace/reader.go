@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
@@ -23,6 +21,7 @@ type Reader struct {
 	ir    *ipc.Reader
 	meta  Meta
 	batch abi.Batch
+	own   abi.Batch // decoding buffers when batch cannot alias the body
 	err   error
 	done  bool
 }
@@ -33,7 +32,9 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening trace: %w", err)
 	}
-	r, err := newReader(bufio.NewReaderSize(f, 1<<20), path)
+	// A small buffer: message bodies (megabytes) are read past it, straight
+	// into the reader's reused body buffer.
+	r, err := newReader(bufio.NewReaderSize(f, 64<<10), path)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -66,36 +67,35 @@ func newReader(r io.Reader, name string) (rd *Reader, err error) {
 func (r *Reader) Meta() Meta { return r.meta }
 
 // Next advances to the next record batch. It returns false at the end of
-// the stream or on an error (see Err).
-func (r *Reader) Next() (ok bool) {
+// the stream or on an error (see Err). After the schema (which Arrow's
+// reader parses), record batches are decoded here, into buffers reused
+// from batch to batch: checkMessage has checked every offset and length
+// the decoding uses.
+func (r *Reader) Next() bool {
 	if r.done {
 		return false
 	}
-	defer func() {
-		// Arrow's readers recover their own panics; this is a last guard
-		// so that malformed input is an error here too.
-		if p := recover(); p != nil {
-			r.fail(fmt.Errorf("malformed record batch: %v", p))
-			ok = false
+	for {
+		body, err := r.mr.next()
+		if err == errEOS {
+			r.done = true
+			r.batch = abi.Batch{}
+			return false
 		}
-	}()
-	for r.ir.Next() {
-		rec := r.ir.Record()
-		if rec.NumRows() == 0 {
+		if err != nil {
+			r.fail(err)
+			return false
+		}
+		if r.mr.rb.rows == 0 {
 			continue
 		}
-		if err := r.load(rec); err != nil {
-			r.fail(err)
+		decodeBatch(&r.batch, &r.own, body, &r.mr.rb)
+		if err := r.batch.Check(); err != nil {
+			r.fail(fmt.Errorf("malformed record batch: %w", err))
 			return false
 		}
 		return true
 	}
-	r.done = true
-	if err := r.ir.Err(); err != nil {
-		r.fail(err)
-	}
-	r.batch = abi.Batch{}
-	return false
 }
 
 func (r *Reader) fail(err error) {
@@ -106,39 +106,8 @@ func (r *Reader) fail(err error) {
 	}
 }
 
-func (r *Reader) load(rec arrow.Record) error {
-	n := int(rec.NumRows())
-	cols := rec.Columns()
-	if len(cols) != len(fields) {
-		return fmt.Errorf("record batch has %d columns", len(cols))
-	}
-	for i, c := range cols {
-		if c.Len() != n || c.NullN() != 0 {
-			return fmt.Errorf("column %s: %d rows, %d nulls; want %d rows, no nulls", fields[i].Name, c.Len(), c.NullN(), n)
-		}
-	}
-	t, ok0 := cols[0].(*array.Int64)
-	g, ok1 := cols[1].(*array.Uint64)
-	cl, ok2 := cols[2].(*array.Uint32)
-	s, ok3 := cols[3].(*array.Uint32)
-	o, ok4 := cols[4].(*array.Uint64)
-	op, ok5 := cols[5].(*array.Uint8)
-	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5) {
-		return errors.New("record batch columns have unexpected types")
-	}
-	r.batch = abi.Batch{
-		Time:  t.Int64Values(),
-		G:     g.Uint64Values(),
-		Clock: cl.Uint32Values(),
-		Site:  s.Uint32Values(),
-		Obj:   o.Uint64Values(),
-		Op:    op.Uint8Values(),
-	}
-	return r.batch.Check()
-}
-
-// Batch returns the current batch. Its slices alias the record batch's
-// Arrow buffers and are valid until the next call to Next.
+// Batch returns the current batch. Its slices alias the reader's buffers
+// and are valid until the next call to Next.
 func (r *Reader) Batch() *abi.Batch { return &r.batch }
 
 // Err returns the error that ended the iteration, nil at a clean end. It

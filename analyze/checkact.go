@@ -1,0 +1,158 @@
+package analyze
+
+import (
+	"slices"
+
+	"github.com/memorder/wafl/abi"
+)
+
+// Check-then-act pairs (docs/algorithm.md, "Check-then-act pairs"):
+// wafl's extension of the thesis's two pair kinds. Goroutine g1 checks
+// whether an object was disposed (check row c1, at ℓ1), finds it was not
+// and disposes something (a dispose row of g1 after c1); goroutine g2
+// checks the same object shortly after (c2, at ℓ2), finds it disposed and
+// leaves it alone. Had g2 checked before g1's dispose, both would dispose:
+// close of a closed channel, or a use of what g1 disposed. The pair is
+// (ℓ1 → ℓ2); the delay goes after ℓ1 (check events come after the
+// check), so that g2 checks first.
+//
+// For each check c2 = (τ2, g2, obj k): the latest check c1 = (τ1, g1) of k
+// by each other goroutine g1 with 0 ≤ τ2 − τ1 < δ, such that g1 has a
+// dispose row in [τ1, τ2] (it acted on its check before g2 checked). The
+// instance then passes the thesis's checks (window, goroutines, fork
+// order: pairer.instance), with gap τ2 − τ1 for the delay length and the
+// interference window [τ1 − δ, τ2] of g2.
+
+// checkRow is one check or dispose row kept for the check-then-act pass.
+type checkRow struct {
+	t     int64
+	g     uint64
+	obj   uint64
+	clock uint32
+	site  uint32
+}
+
+// checkRows keeps the check rows and the dispose rows of pass 1, up to a
+// share of the memory budget (40 B a row); beyond it, rows are dropped and
+// counted.
+type checkRows struct {
+	checks, disposes []checkRow
+	limit            int
+	dropped          int64
+}
+
+// maxCheckWalk bounds the earlier checks of the same object one check
+// examines (a hot check in a loop would otherwise make the pass
+// quadratic).
+const maxCheckWalk = 64
+
+func newCheckRows(budget int64) *checkRows {
+	return &checkRows{limit: int(max(budget/8/40, 1024))}
+}
+
+// batch keeps the check and dispose rows of c with a valid site.
+func (r *checkRows) batch(c *abi.Batch) {
+	n := c.Len()
+	for i, op := range c.Op[:n] {
+		op := abi.Op(op)
+		if (op != abi.OpCheck && op != abi.OpDispose) || !validSite(c.Site[i]) {
+			continue
+		}
+		if len(r.checks)+len(r.disposes) >= r.limit {
+			r.dropped++
+			continue
+		}
+		row := checkRow{t: c.Time[i], g: c.G[i], obj: c.Obj[i], clock: c.Clock[i], site: c.Site[i]}
+		if op == abi.OpCheck {
+			r.checks = append(r.checks, row)
+		} else {
+			r.disposes = append(r.disposes, row)
+		}
+	}
+}
+
+// checkPairs adds the check-then-act pairs to a.pairs (after the
+// strategy's pairs, with the fork forest built).
+func (a *analysis) checkPairs() {
+	r := a.checks
+	if r == nil || len(r.checks) < 2 || len(r.disposes) == 0 {
+		return
+	}
+	if r.dropped > 0 {
+		a.stats.warnf("check-then-act: %d check and dispose rows beyond the memory budget were not examined", r.dropped)
+	}
+	slices.SortFunc(r.checks, func(x, y checkRow) int {
+		if x.obj != y.obj {
+			return cmp64(x.obj, y.obj)
+		}
+		return cmpI64(x.t, y.t)
+	})
+	slices.SortFunc(r.disposes, func(x, y checkRow) int {
+		if x.g != y.g {
+			return cmp64(x.g, y.g)
+		}
+		return cmpI64(x.t, y.t)
+	})
+	p := newPairer(a.delta, a.forest.f)
+	var seen []uint64
+	cs := r.checks
+	for j := range cs {
+		c2 := &cs[j]
+		seen = seen[:0]
+		for i, steps := j-1, 0; i >= 0 && steps < maxCheckWalk; i, steps = i-1, steps+1 {
+			c1 := &cs[i]
+			if c1.obj != c2.obj || !inWindow(c1.t, c2.t, a.delta) {
+				break
+			}
+			if c1.g == c2.g || slices.Contains(seen, c1.g) {
+				continue
+			}
+			seen = append(seen, c1.g)
+			if r.disposedIn(c1.g, c1.t, c2.t) {
+				p.instance(pairKey{c1.site, c2.site, abi.OpCheck}, c2.obj, c1.t, c1.g, c1.clock, c2.t, c2.g, c2.clock)
+			}
+		}
+	}
+	a.stats.Instances += p.instances
+	a.stats.PrunedSameG += p.prunedSameG
+	a.stats.PrunedFork += p.prunedFork
+	if a.pairs == nil {
+		a.pairs = make(map[pairKey]*pairAgg, len(p.pairs))
+	}
+	for k, v := range p.pairs {
+		a.pairs[k] = v
+	}
+	r.checks, r.disposes = nil, nil
+}
+
+// disposedIn reports whether goroutine g has a dispose row in [lo, hi].
+func (r *checkRows) disposedIn(g uint64, lo, hi int64) bool {
+	d := r.disposes
+	i, _ := slices.BinarySearchFunc(d, checkRow{g: g, t: lo}, func(x, y checkRow) int {
+		if x.g != y.g {
+			return cmp64(x.g, y.g)
+		}
+		return cmpI64(x.t, y.t)
+	})
+	return i < len(d) && d[i].g == g && d[i].t <= hi
+}
+
+func cmp64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpI64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

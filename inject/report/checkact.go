@@ -1,0 +1,98 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/plans"
+)
+
+// attributeCheckAct attributes a panic at frame f (whose line holds the
+// sites ids) of goroutine gid to a check-then-act pair (docs/algorithm.md):
+// the goroutine itself was delayed at a check-then-act location ℓ1 — right
+// after its check — and the delay had ended, so it acted on a stale check
+// (closed the channel the other goroutine closed meanwhile, used what it
+// disposed). The panic must be one a double dispose produces; the latest
+// such delay wins.
+func attributeCheckAct(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, gid int64, f Frame, ids []uint32) *Attribution {
+	if !allowedCheckAct(c.Kind) {
+		return nil
+	}
+	var best *Attribution
+	for _, d := range lg.Delays {
+		if d.G != uint64(gid) || !d.Ended || (best != nil && d.Start <= best.Delay.Start) {
+			continue
+		}
+		loc := p.Location(d.Site)
+		if loc == nil {
+			continue
+		}
+		for _, pr := range loc.Pairs {
+			if pr.Kind == plans.CheckThenAct {
+				best = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: pickSite(tab, ids, c.Kind), Frame: f, SameGoroutine: true}
+				break
+			}
+		}
+	}
+	return best
+}
+
+// allowedCheckAct reports whether a panic of kind k can come from two
+// goroutines both acting on a check.
+func allowedCheckAct(k PanicKind) bool {
+	switch k {
+	case CloseClosed, SendClosed, NilDeref, NilMap:
+		return true
+	}
+	return false
+}
+
+// panicText is the runtime's message for a panic the runtime logged
+// before it happened (abi.Panic* kinds are PanicKind names).
+var panicText = map[PanicKind]string{
+	CloseClosed: "close of closed channel",
+	CloseNil:    "close of nil channel",
+	SendClosed:  "send on closed channel",
+}
+
+// attributeRecovered looks at the MEMORDER panics the runtime logged
+// before they happened (Log.Panics): in a run that failed without a crash,
+// they were recovered by user code — a regression test's recover and
+// t.Errorf, say. Each becomes the crash it would have been, a one-frame
+// traceback at its site, and is attributed like any other; the first
+// attributed one is returned with its crash.
+func attributeRecovered(p *plans.Plan, tab *sites.Table, lg *Log) (*Attribution, *Crash, string) {
+	why := ""
+	for _, pn := range lg.Panics {
+		c := recoveredCrash(tab, pn)
+		a, w := Attribute(p, tab, lg, c)
+		if a != nil {
+			return a, c, ""
+		}
+		if why == "" {
+			why = w
+		}
+	}
+	return nil, nil, why
+}
+
+// recoveredCrash builds the crash a recovered panic would have been.
+func recoveredCrash(tab *sites.Table, pn Panic) *Crash {
+	k := PanicKind(pn.Kind)
+	msg := panicText[k]
+	if msg == "" {
+		msg = pn.Kind
+	}
+	c := &Crash{Panic: msg, Kind: classify(msg), Recovered: true, Goroutine: int64(pn.G)}
+	var f Frame
+	if tab != nil {
+		if s, ok := tab.Lookup(pn.Site); ok {
+			f = Frame{Func: s.Func, File: s.File, Line: s.Line}
+		}
+	}
+	c.Failing = f
+	c.Goroutines = []Goroutine{{ID: int64(pn.G), State: "running", Frames: []Frame{f}}}
+	c.Text = fmt.Sprintf("panic: %s [recovered by user code]\n\ngoroutine %d [running]:\n%s\n\t%s:%d\n",
+		msg, pn.G, f.Func, f.File, f.Line)
+	return c
+}

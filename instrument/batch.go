@@ -1,0 +1,133 @@
+package instrument
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// buildBatch builds the test binaries of units in as few go commands as
+// possible: one per overlay and per set of distinct binary names (go test
+// -c -o DIR/ names each binary after its package's last path element). It
+// returns the units it did not build — their package failed to build in
+// the batch, or the batch could not run — so that the caller builds them
+// alone and reports their own error.
+//
+// One go command for all packages is what makes the cold build cheap: the
+// packages the test binaries share (the standard library, wafl's runtime,
+// the module's instrumented packages) are compiled once, where parallel
+// go commands each compiled them for themselves until the cache had them,
+// and the go command keeps every CPU busy.
+func (b *builder) buildBatch(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *siteAlloc) (rest []*unit) {
+	type key struct {
+		overlay string
+		round   int
+	}
+	var order []key
+	batches := map[key][]*unit{}
+	seen := map[[2]string]int{} // (overlay, binary name) → units so far
+	for _, u := range units {
+		ov := overlay(u)
+		name := testBinaryName(u.pkg.ImportPath)
+		k := key{ov, seen[[2]string{ov, name}]}
+		seen[[2]string{ov, name}]++
+		if batches[k] == nil {
+			order = append(order, k)
+		}
+		batches[k] = append(batches[k], u)
+	}
+	for i, k := range order {
+		us := batches[k]
+		if len(us) == 1 {
+			rest = append(rest, us...)
+			continue
+		}
+		rest = append(rest, b.runBatch(ctx, i, us, modfile, k.overlay, alloc)...)
+	}
+	return rest
+}
+
+// runBatch builds the test binaries of us (distinct binary names) in one
+// go command and returns the units without a binary afterwards.
+func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, overlay string, alloc *siteAlloc) (rest []*unit) {
+	dir := filepath.Join(b.work, "build", "batch-"+strconv.Itoa(n))
+	out := filepath.Join(dir, "bin")
+	if err := os.RemoveAll(out); err != nil {
+		return us
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return us
+	}
+	modfile, err := copyModfile(modfile, dir)
+	if err != nil {
+		return us
+	}
+	args := []string{"test", "-c", "-vet=off", "-o", out + string(filepath.Separator), "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
+	if len(b.cfg.Tags) > 0 {
+		args = append(args, "-tags="+strings.Join(b.cfg.Tags, ","))
+	}
+	for _, u := range us {
+		args = append(args, u.pkg.ImportPath)
+	}
+	start := time.Now()
+	if _, err := goCmd(ctx, b.modRoot, b.env, args...); err != nil {
+		// Some packages failed (or the command did not run): those
+		// without a binary are built alone below, for their own error.
+		fmt.Fprintf(b.log, "wafl: building %d test binaries in one go command: %v\n", len(us), firstLine(err.Error()))
+	}
+	took := time.Since(start)
+	for _, u := range us {
+		src := filepath.Join(out, testBinaryName(u.pkg.ImportPath))
+		bin := filepath.Join(b.work, "bin", filepath.FromSlash(u.pkg.ImportPath)+".test")
+		if _, err := os.Stat(src); err != nil {
+			rest = append(rest, u)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			rest = append(rest, u)
+			continue
+		}
+		if err := os.Rename(src, bin); err != nil {
+			rest = append(rest, u)
+			continue
+		}
+		b.built(u, bin, alloc, took)
+	}
+	return rest
+}
+
+// testBinaryName is the name go test -c -o DIR/ gives the test binary of
+// the package at importPath: its last path element, or the one before a
+// major version suffix (example.com/m/v2 → m), plus ".test".
+func testBinaryName(importPath string) string {
+	elem := path.Base(importPath)
+	if elem != importPath && isVersionElement(elem) {
+		elem = path.Base(path.Dir(importPath))
+	}
+	return elem + ".test"
+}
+
+// isVersionElement reports whether s is a major version suffix v2, v3, ...
+func isVersionElement(s string) bool {
+	if len(s) < 2 || s[0] != 'v' || s[1] == '0' || s[1] == '1' && len(s) == 2 {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}

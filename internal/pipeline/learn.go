@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/plans"
+)
+
+// Plans that keep learning (docs/algorithm.md, "Plans that keep
+// learning"). A plan made from one preparation run has no candidates when
+// the racing goroutine did not run before the test ended (scheduled late,
+// or outliving the test); trusting it forever would never test the test
+// again. So detect, given a plan without any candidate, runs the test with
+// recording instead of delays — a detection run with an empty plan would
+// inject nothing anyway — and merges the candidates of its trace into the
+// plan. At most learnPerCall such runs per detect call and plans.MaxLearn
+// per plan; they do not count against --runs.
+
+// learnPerCall bounds the recording runs of one detect call for one test.
+const learnPerCall = 2
+
+// learn makes recording runs of test j until one yields candidates or the
+// budget is spent, merging each run's plan into plan, and returns the
+// merged plan (saved) and an account ("" when it made no run).
+func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan) (*plans.Plan, string, error) {
+	pkg, test := j.pkg.ImportPath, j.test
+	runs, added := 0, 0
+	for runs < learnPerCall && plan.Provenance.Learned < plans.MaxLearn && len(plan.Locations) == 0 {
+		n := plan.Provenance.Learned + 1
+		raw := s.ws.rawTracePath(pkg, test)
+		if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
+			return nil, "", err
+		}
+		os.Remove(raw)
+		sub, skip := o.subtestArgs()
+		res, err := testRun{
+			Sub: sub, Skip: skip, Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test,
+			Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
+			Timeout: o.Timeout,
+			Output:  s.ws.logPath(pkg, test, "learn"+strconv.Itoa(n)+".log"),
+		}.run(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		runs++
+		plan.Provenance.Learned = n
+		if res.TimedOut || res.ExitCode != 0 {
+			// A failing recording run teaches nothing; the detection
+			// runs that follow (if any) will show the failure.
+			if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+				return nil, "", err
+			}
+			break
+		}
+		fresh, _, err := analyzeRun(ctx, s.ws, o.Params, j, raw)
+		if err != nil {
+			return nil, "", &testError{phase: "analyze", note: "analysis failed", err: err}
+		}
+		merged, err := plans.Merge(plan, fresh)
+		if err != nil {
+			return nil, "", err
+		}
+		k := countPairs(merged) - countPairs(plan)
+		merged.Provenance.LearnedCandidates += k
+		added += k
+		plan = merged
+		if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+			return nil, "", err
+		}
+	}
+	if runs == 0 {
+		return plan, "", nil
+	}
+	s.sum.add(func(s *Summary) {
+		s.LearnRuns += runs
+		s.Learned += added
+		if !plan.Empty() {
+			s.WithCandidates++
+		}
+	})
+	return plan, fmt.Sprintf("learned %d candidate pairs in %d recording run(s)", added, runs), nil
+}
+
+func countPairs(p *plans.Plan) int {
+	n := 0
+	for _, l := range p.Locations {
+		n += len(l.Pairs)
+	}
+	return n
+}
+
+// paren is " (s)", or "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}

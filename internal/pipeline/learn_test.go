@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memorder/wafl/plans"
+)
+
+// lateSrc is a test whose racing goroutine does not run in its first run
+// (it counts its runs in a file next to it): the preparation run records
+// no pair, so the plan has no candidates.
+const lateSrc = `package late
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+type S struct{ p *int }
+
+func runs(t *testing.T) int {
+	b, _ := os.ReadFile("runs.txt")
+	n, _ := strconv.Atoi(string(b))
+	n++
+	if err := os.WriteFile("runs.txt", []byte(strconv.Itoa(n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestLate(t *testing.T) {
+	s := &S{p: new(int)}
+	done := make(chan struct{})
+	if runs(t) > 1 {
+		go func() {
+			defer close(done)
+			_ = *s.p
+		}()
+	} else {
+		close(done)
+	}
+	time.Sleep(5 * time.Millisecond)
+	s.p = nil
+	<-done
+}
+`
+
+// TestLearnWhenPlanHasNoCandidates: detect makes a recording run for a
+// plan without candidates, merges what it finds, and the detection run
+// that follows exposes the bug.
+func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"go.mod":       "module example.com/late\n\ngo 1.22\n",
+		"late_test.go": lateSrc,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := DetectOptions{
+		PrepareOptions: PrepareOptions{
+			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+			Packages: Packages{Patterns: []string{"./..."}},
+			Tests:    Tests{Parallel: 1},
+		},
+		Runs: 1,
+	}
+	sum, err := Prepare(context.Background(), o.PrepareOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Prepared != 1 || sum.WithCandidates != 0 {
+		t.Fatalf("prepare: %d prepared, %d with candidates; want 1, 0 (problems %v)", sum.Prepared, sum.WithCandidates, sum.Problems)
+	}
+	// Exposure depends on scheduling: a few detect calls, each of which
+	// learns at most once before the plan has candidates.
+	var bugs int
+	for i := 0; i < 4 && bugs == 0; i++ {
+		sum, err = Detect(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bugs = len(sum.Bugs)
+		if i == 0 && (sum.LearnRuns != 1 || sum.Learned < 1) {
+			t.Fatalf("first detect: %d learning runs, %d candidates learned; want 1, ≥ 1 (problems %v)", sum.LearnRuns, sum.Learned, sum.Problems)
+		}
+	}
+	if bugs == 0 {
+		t.Fatal("the learned pair exposed nothing in 4 detect calls")
+	}
+	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "late", "TestLate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Provenance.Learned != 1 || p.Provenance.LearnedCandidates < 1 {
+		t.Fatalf("provenance: learned %d, learned candidates %d", p.Provenance.Learned, p.Provenance.LearnedCandidates)
+	}
+}

@@ -61,6 +61,12 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		if err != nil {
 			return nil, "", &testError{phase: "analyze", note: "analysis failed", err: err}
 		}
+		// plan has no candidates (the loop's condition), so no candidate
+		// set was built with its δ: the learning run's analysis parameters
+		// (δ and maximum delay scaled for the load now) replace them, and
+		// the merge keeps plan's provenance, runs and bugs.
+		plan.Params.NearMissNs, plan.Params.MaxDelayNs = fresh.Params.NearMissNs, fresh.Params.MaxDelayNs
+		plan.Params.LoadFactor = fresh.Params.LoadFactor
 		merged, err := plans.Merge(plan, fresh)
 		if err != nil {
 			return nil, "", err

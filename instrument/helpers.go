@@ -208,7 +208,17 @@ func _waflWGAdd(site uint32, wg *_wafl_sync.WaitGroup, delta int) {
 //go:noinline
 func _waflWGAddSlow(site uint32, wg _wafl_unsafe.Pointer, delta int) {
 	if delta > 0 {
-		_wafl.Init(site, wg)
+		// Only an Add that starts a round (counter 0) inits the WaitGroup,
+		// as a store of non-nil over nil inits a pointer: a Done can go
+		// negative only when the counter is 0. An Add to a running round
+		// (another Add's goroutine still holds a count) is no init, or a
+		// test's second wg.Add(1); go f() would pair with the first
+		// goroutine's Done. The counter is the high 32 bits of the
+		// WaitGroup's first word (sync/waitgroup.go since Go 1.20).
+		if _wafl_unsafe.Sizeof(_wafl_sync.WaitGroup{}) != 16 ||
+			int32(_wafl_atomic.LoadUint64((*uint64)(wg))>>32) == 0 {
+			_wafl.Init(site, wg)
+		}
 	} else if delta < 0 {
 		_wafl.Use(site, wg)
 	}

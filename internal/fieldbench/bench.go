@@ -31,8 +31,11 @@ type Options struct {
 
 // Try is one wafl try: a fresh prepare and up to Options.Runs detect runs.
 type Try struct {
-	Exposed int    `json:"exposed"` // detect run that reported the bug; 0: not within the runs
-	Runs    int    `json:"runs"`    // detect runs made
+	Exposed int `json:"exposed"` // detect run that reported the bug; 0: not within the runs
+	// Prep is set when the delay-free preparation run already crashed with
+	// the bug's panic and wafl reported it (exit 1): exposed in 1 run.
+	Prep    bool   `json:"prep,omitempty"`
+	Runs    int    `json:"runs"` // detect runs made
 	Panic   string `json:"panic,omitempty"`
 	Kind    string `json:"kind,omitempty"`
 	Delayed string `json:"delayed,omitempty"`
@@ -231,7 +234,11 @@ type waflReport struct {
 	} `json:"bugs"`
 }
 
+// prepBugRe matches wafl prepare's line for a crash of the preparation run.
+var prepBugRe = regexp.MustCompile(`MEMORDER panic in the delay-free preparation run at (\S+) \(([^)]*)\)`)
+
 func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (try Try) {
+	mf := m
 	dir := filepath.Join(o.Work, fmt.Sprintf("wafl.try%d", t))
 	os.RemoveAll(dir)
 	logs := filepath.Join(o.Work, "logs")
@@ -246,6 +253,16 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 		try.Candidates = string(c[1])
 	}
 	try.TestSecs += testSeconds(p.Out)
+	if p.Code == 1 {
+		// The delay-free preparation run crashed with a MEMORDER panic at
+		// an instrumented site: wafl reports it as a bug exposed without
+		// delay (docs/report-format.md, "Crediting real crashes").
+		if m := prepBugRe.FindSubmatch(p.Out); m != nil && strings.Contains(string(m[2]), mf.Panic) {
+			try.Prep, try.Panic, try.Kind = true, string(m[2]), "preparation-run"
+			try.Failing = filepath.Base(string(m[1]))
+			return try
+		}
+	}
 	if p.Code != 0 {
 		try.Err = fmt.Sprintf("prepare exit %d%s: %s", p.Code, timedOut(p), lastLines(p.Out, 3))
 		return try

@@ -52,6 +52,12 @@ func (b *BugResult) Summarize() Summary {
 			s.Errors++
 		}
 		s.Unattributed += t.Unattributed
+		if t.Prep {
+			// Exposed by the preparation run: no detection run needed.
+			s.Exposed++
+			s.Within2++
+			runs = append(runs, 0)
+		}
 		if t.Exposed > 0 {
 			s.Exposed++
 			runs = append(runs, float64(t.Exposed))
@@ -114,7 +120,8 @@ func Markdown(ms []*Manifest, res Results, cmdline, notes string) string {
 		}
 	}
 	w("\nColumns: *exposed ≤2 runs* — tries (each a fresh `.wafl` directory: `wafl prepare` + `wafl detect\n")
-	w("--runs 1` repeated, plan carried over) whose first or second detection run reported the bug's panic;\n")
+	w("--runs 1` repeated, plan carried over) whose first or second detection run reported the bug's panic, or whose preparation run already crashed\n")
+	w("with it and wafl reported that crash as a bug (exit 1; counted as 0 detection runs);\n")
 	w("*exposed ≤5 runs* and *median runs* — the same with up to 5 detection runs per try (`-runs`; a try stops at its first report) (the preparation run\n")
 	w("not counted); *cost* — mean seconds of test runs per try (preparation + detection runs from wafl's\n")
 	w("`time:` line, instrumented builds excluded) over the median wall time of one plain run; *race* —\n")

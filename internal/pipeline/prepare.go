@@ -40,7 +40,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 	}
 	s.sum.Print(o.Stderr, false)
 	if n := len(s.sum.Bugs); n > 0 {
-		fmt.Fprintf(o.Stderr, "%d bugs exposed without delays\n", n)
+		fmt.Fprintf(o.Stderr, "%s exposed without delays\n", plural(n, "bug", "bugs"))
 	}
 	return s.sum, s.finish(o.Stderr)
 }

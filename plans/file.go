@@ -276,6 +276,12 @@ func Merge(a, b *Plan) (*Plan, error) {
 		Provenance: a.Provenance,
 	}
 	out.Provenance.Events += b.Provenance.Events
+	if a.Provenance.Forks != nil && b.Provenance.Forks != nil {
+		n := *a.Provenance.Forks + *b.Provenance.Forks
+		out.Provenance.Forks = &n
+	} else {
+		out.Provenance.Forks = nil
+	}
 	out.Provenance.Truncated = a.Provenance.Truncated || b.Provenance.Truncated
 	out.Provenance.Merged = append(slices.Clone(a.Provenance.Merged), b.Provenance.Merged...)
 	if b.Provenance.Trace != "" {

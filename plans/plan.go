@@ -66,6 +66,11 @@ type Provenance struct {
 	// LearnedCandidates is how many candidate pairs they added.
 	Learned           int `json:"learned,omitempty"`
 	LearnedCandidates int `json:"learned_candidates,omitempty"`
+	// Forks counts the fork rows of the trace (goroutines the test's
+	// instrumented code started); nil in plans written before it existed.
+	// A plan without candidates whose trace has no fork cannot have lost
+	// a pair to a late goroutine, so detect does not re-learn it.
+	Forks *int64 `json:"forks,omitempty"`
 }
 
 // MaxLearn bounds the recording runs detect makes for a plan without

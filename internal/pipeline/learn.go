@@ -30,6 +30,12 @@ const learnPerCall = 2
 func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan) (*plans.Plan, string, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	runs, added := 0, 0
+	if f := plan.Provenance.Forks; f != nil && *f == 0 {
+		// No goroutine was started in the recorded run: there was no
+		// late goroutine to miss (a test without goroutines would cost a
+		// recording run per detect for nothing).
+		return plan, "", nil
+	}
 	for runs < learnPerCall && plan.Provenance.Learned < plans.MaxLearn && len(plan.Locations) == 0 {
 		n := plan.Provenance.Learned + 1
 		raw := s.ws.rawTracePath(pkg, test)

@@ -9,9 +9,9 @@ import (
 	"github.com/memorder/wafl/plans"
 )
 
-// lateSrc is a test whose racing goroutine does not run in its first run
-// (it counts its runs in a file next to it): the preparation run records
-// no pair, so the plan has no candidates.
+// lateSrc is a test whose racing goroutine does not reach its access in
+// its first run (it counts its runs in a file next to it): the preparation
+// run records a fork but no pair, so the plan has no candidates.
 const lateSrc = `package late
 
 import (
@@ -36,14 +36,13 @@ func runs(t *testing.T) int {
 func TestLate(t *testing.T) {
 	s := &S{p: new(int)}
 	done := make(chan struct{})
-	if runs(t) > 1 {
-		go func() {
-			defer close(done)
+	first := runs(t) == 1
+	go func() {
+		defer close(done)
+		if !first { // in the first run the goroutine never gets to its access
 			_ = *s.p
-		}()
-	} else {
-		close(done)
-	}
+		}
+	}()
 	time.Sleep(5 * time.Millisecond)
 	s.p = nil
 	<-done
@@ -100,5 +99,49 @@ func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
 	}
 	if p.Provenance.Learned != 1 || p.Provenance.LearnedCandidates < 1 {
 		t.Fatalf("provenance: learned %d, learned candidates %d", p.Provenance.Learned, p.Provenance.LearnedCandidates)
+	}
+}
+
+// TestNoLearningWithoutForks: a plan without candidates whose trace has no
+// fork (the test started no goroutine) is not re-learned: there was no late
+// goroutine to miss, and a recording run per detect would be pure cost.
+func TestNoLearningWithoutForks(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"go.mod": "module example.com/seq\n\ngo 1.22\n",
+		"seq_test.go": `package seq
+
+import "testing"
+
+type S struct{ p *int }
+
+func TestSeq(t *testing.T) {
+	s := &S{p: new(int)}
+	_ = *s.p
+	s.p = nil
+}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := DetectOptions{
+		PrepareOptions: PrepareOptions{
+			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+			Packages: Packages{Patterns: []string{"./..."}},
+			Tests:    Tests{Parallel: 1},
+		},
+		Runs: 1,
+	}
+	if _, err := Prepare(context.Background(), o.PrepareOptions); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Detect(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.LearnRuns != 0 {
+		t.Fatalf("detect made %d learning runs for a test without goroutines; want 0 (problems %v)", sum.LearnRuns, sum.Problems)
 	}
 }

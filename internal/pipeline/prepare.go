@@ -140,6 +140,10 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 	plan.Provenance.Binary = j.pkg.Binary
 	plan.Provenance.Sites = j.pkg.Sites
 	plan.Provenance.BinaryHash = j.pkg.hash
+	if stats != nil {
+		forks := stats.Forks
+		plan.Provenance.Forks = &forks
+	}
 	if err := os.MkdirAll(filepath.Dir(ws.planPath(pkg, test)), 0o755); err != nil {
 		return nil, nil, err
 	}

@@ -46,6 +46,29 @@ func onlyRecorderLeaks(out []byte) bool {
 	return true
 }
 
+// corpusTries is the retry budget of one test binary run. Some of these
+// modules' own tests are timing-sensitive (tunny's TestFuncJobTimed gives
+// a job 1 ms) and fail now and then on a loaded machine with or without
+// wafl; a rewrite that breaks a test fails every try.
+const corpusTries = 3
+
+// runTests runs the Test functions of a test binary in dir with extra
+// environment, up to corpusTries times until one run passes, and returns
+// the last output and error.
+func runTests(binary, dir string, env []string) ([]byte, error) {
+	var out []byte
+	var err error
+	for range corpusTries {
+		cmd := exec.Command(binary, "-test.run=^Test", "-test.short", "-test.count=1")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		if out, err = cmd.CombinedOutput(); err == nil {
+			return out, nil
+		}
+	}
+	return out, err
+}
+
 var goroutineTop = regexp.MustCompile(`Goroutine \d+ in state [^,]+, with (\S+) on top of the stack`)
 
 // fetchModule downloads mod@version through the module proxy and copies
@@ -116,20 +139,15 @@ func TestCorpus(t *testing.T) {
 				built++
 				// wafl runs Test functions only; examples that compare exact
 				// stacks see the generated TestMain's frame.
-				cmd := exec.Command(p.Binary, "-test.run=^Test", "-test.short", "-test.count=1")
-				cmd.Dir = p.Dir
 				start := time.Now()
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Errorf("%s: instrumented tests fail: %v\n%s", p.ImportPath, err, out)
+				if out, err := runTests(p.Binary, p.Dir, nil); err != nil {
+					t.Errorf("%s: instrumented tests fail (%d tries): %v\n%s", p.ImportPath, corpusTries, err, out)
 					continue
 				}
 				elapsed := time.Since(start)
 				// The same with the recorder on.
 				raw := filepath.Join(t.TempDir(), "trace.raw")
-				cmd = exec.Command(p.Binary, "-test.run=^Test", "-test.short", "-test.count=1")
-				cmd.Dir = p.Dir
-				cmd.Env = append(os.Environ(), "WAFL_MODE=record", "WAFL_TRACE="+raw)
-				if out, err := cmd.CombinedOutput(); err != nil {
+				if out, err := runTests(p.Binary, p.Dir, []string{"WAFL_MODE=record", "WAFL_TRACE=" + raw}); err != nil {
 					if onlyRecorderLeaks(out) {
 						// Not the instrumentation: the recorder's spill goroutine
 						// is visible to goleak-style checks (reported to record).

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -503,10 +504,10 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 	}
 	slices.SortFunc(keys, func(x, y pairKey) int {
 		if x.first != y.first {
-			return cmp32(x.first, y.first)
+			return cmp.Compare(x.first, y.first)
 		}
 		if x.second != y.second {
-			return cmp32(x.second, y.second)
+			return cmp.Compare(x.second, y.second)
 		}
 		return strings.Compare(string(kindOf(x.kind)), string(kindOf(y.kind)))
 	})
@@ -538,14 +539,4 @@ func kindOf(op abi.Op) plans.Kind {
 		return plans.CheckThenAct
 	}
 	return plans.UseAfterDispose
-}
-
-func cmp32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

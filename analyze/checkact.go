@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/memorder/wafl/abi"
@@ -83,15 +84,15 @@ func (a *analysis) checkPairs() {
 	}
 	slices.SortFunc(r.checks, func(x, y checkRow) int {
 		if x.obj != y.obj {
-			return cmp64(x.obj, y.obj)
+			return cmp.Compare(x.obj, y.obj)
 		}
-		return cmpI64(x.t, y.t)
+		return cmp.Compare(x.t, y.t)
 	})
 	slices.SortFunc(r.disposes, func(x, y checkRow) int {
 		if x.g != y.g {
-			return cmp64(x.g, y.g)
+			return cmp.Compare(x.g, y.g)
 		}
-		return cmpI64(x.t, y.t)
+		return cmp.Compare(x.t, y.t)
 	})
 	p := newPairer(a.delta, a.forest.f)
 	var seen []uint64
@@ -130,29 +131,9 @@ func (r *checkRows) disposedIn(g uint64, lo, hi int64) bool {
 	d := r.disposes
 	i, _ := slices.BinarySearchFunc(d, checkRow{g: g, t: lo}, func(x, y checkRow) int {
 		if x.g != y.g {
-			return cmp64(x.g, y.g)
+			return cmp.Compare(x.g, y.g)
 		}
-		return cmpI64(x.t, y.t)
+		return cmp.Compare(x.t, y.t)
 	})
 	return i < len(d) && d[i].g == g && d[i].t <= hi
-}
-
-func cmp64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpI64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

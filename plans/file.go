@@ -2,6 +2,7 @@ package plans
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,7 +193,7 @@ func Save(path string, p *Plan) error {
 // Location returns the location of site, or nil.
 func (p *Plan) Location(site uint32) *Location {
 	i, ok := slices.BinarySearchFunc(p.Locations, site, func(l Location, s uint32) int {
-		return cmpU32(l.Site, s)
+		return cmp.Compare(l.Site, s)
 	})
 	if !ok {
 		return nil
@@ -355,16 +356,6 @@ func mergeLocation(a, b *Location) Location {
 	slices.Sort(out.Interference)
 	out.Interference = slices.Compact(out.Interference)
 	return out
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // String summarizes the plan in one line, for logs.

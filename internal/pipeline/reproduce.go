@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -328,7 +329,7 @@ func remapPlan(p *plans.Plan, m map[uint32]uint32) {
 		}
 		slices.SortFunc(pairs, func(a, b plans.Pair) int {
 			if a.Second != b.Second {
-				return cmpU32(a.Second, b.Second)
+				return cmp.Compare(a.Second, b.Second)
 			}
 			return strings.Compare(string(a.Kind), string(b.Kind))
 		})
@@ -343,7 +344,7 @@ func remapPlan(p *plans.Plan, m map[uint32]uint32) {
 		l.Interference = slices.Compact(interf)
 		locs = append(locs, l)
 	}
-	slices.SortFunc(locs, func(a, b plans.Location) int { return cmpU32(a.Site, b.Site) })
+	slices.SortFunc(locs, func(a, b plans.Location) int { return cmp.Compare(a.Site, b.Site) })
 	p.Locations = slices.CompactFunc(locs, func(a, b plans.Location) bool { return a.Site == b.Site })
 	var bugs []plans.Bug
 	for _, b := range p.Bugs {
@@ -353,16 +354,6 @@ func remapPlan(p *plans.Plan, m map[uint32]uint32) {
 		}
 	}
 	p.Bugs = bugs
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // saveBundle keeps what reproducing bug needs under the reports directory

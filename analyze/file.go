@@ -2,11 +2,8 @@ package analyze
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
@@ -34,7 +31,7 @@ func File(ctx context.Context, path string, opts Options) (*plans.Plan, *Stats, 
 			bin := r.Meta().Binary
 			r.Close()
 			if bin != "" {
-				if h, err := HashFile(bin); err == nil {
+				if h, err := abi.HashFile(bin); err == nil {
 					opts.BinaryHash = h
 				}
 			}
@@ -68,21 +65,6 @@ func Reader(ctx context.Context, name string, open func() (io.Reader, error), op
 		return nil, nil, fmt.Errorf("analyze %s: %w", name, err)
 	}
 	return p, st, nil
-}
-
-// HashFile returns the "sha256:<hex>" digest of a file, the form plans
-// record as Provenance.BinaryHash.
-func HashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // traceSource adapts a *trace.Reader to Source.

@@ -1,12 +1,10 @@
 package inject
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -24,7 +22,7 @@ func checkBinary(p *plans.Plan, planPath string) error {
 	if err != nil {
 		return fmt.Errorf("plan %s: cannot find this test binary to check it is the plan's: %v", planPath, err)
 	}
-	got, err := hashFile(exe)
+	got, err := abi.HashFile(exe)
 	if err != nil {
 		return fmt.Errorf("plan %s: cannot hash this test binary to check it is the plan's: %v", planPath, err)
 	}
@@ -34,19 +32,6 @@ func checkBinary(p *plans.Plan, planPath string) error {
 			planPath, p.Provenance.Package, short(want), exe, short(got))
 	}
 	return nil
-}
-
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func short(hash string) string {

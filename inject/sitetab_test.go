@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -46,7 +47,7 @@ func TestCheckBinary(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	self, err := hashFile(exe)
+	self, err := abi.HashFile(exe)
 	if err != nil {
 		t.Fatal(err)
 	}

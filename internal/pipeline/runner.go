@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/memorder/wafl/analyze"
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument"
 )
 
@@ -222,7 +222,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 		}
 		sum.PackagesBuilt++
 		pb := &pkgBuild{Package: p}
-		if pb.hash, err = analyze.HashFile(p.Binary); err != nil {
+		if pb.hash, err = abi.HashFile(p.Binary); err != nil {
 			sum.problem(Problem{Package: p.ImportPath, Phase: "build", Reason: err.Error()})
 			continue
 		}

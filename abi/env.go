@@ -25,6 +25,10 @@ var EnvNames = []string{EnvMode, EnvTrace, EnvPlan, EnvSeed, EnvRun, EnvLog, Env
 const (
 	ModeRecord = "record" // preparation run: events go to the spill file
 	ModeDetect = "detect" // detection run: delays from the plan
+	// ModeDetectRecord: a detection run that also records its events
+	// into EnvTrace, so that its near misses can add candidates to the
+	// plan (docs/algorithm.md, "Plans that keep learning").
+	ModeDetectRecord = "detect-record"
 )
 
 // Exit statuses of a test binary whose run could not start.

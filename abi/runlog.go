@@ -18,7 +18,8 @@ const (
 	EvReorder = "reorder"
 	// EvPanic: an instrumented operation is about to panic with a
 	// MEMORDER panic (close of a closed or nil channel, send on a closed
-	// channel); written before the runtime panics, so that a panic user
+	// channel, a nil dereference or nil map write at a site the plan
+	// mentions); written before the runtime panics, so that a panic user
 	// code recovers is still seen.
 	EvPanic = "panic"
 	// EvLate: a partner access came right after a delay at ℓ1 ended (the
@@ -43,6 +44,17 @@ const (
 	PanicCloseClosed = "close-closed" // close of closed channel
 	PanicCloseNil    = "close-nil"    // close of nil channel
 	PanicSendClosed  = "send-closed"  // send on closed channel
+	// A dereferencing use (hook.Deref) found its slot nil at a site the
+	// plan mentions, after the site's event and its delay.
+	PanicNilDeref = "nil-deref" // invalid memory address or nil pointer dereference
+	PanicNilMap   = "nil-map"   // assignment to entry in nil map
+)
+
+// Kinds of dereferencing use: the kind argument of hook.Deref, which the
+// generated helpers pass as a constant (instrument/derefs.go).
+const (
+	UseDeref    uint8 = 1 // the slot's value is dereferenced (pointer, interface, func)
+	UseMapWrite uint8 = 2 // the slot's map is written
 )
 
 // MaxPanicRecords bounds the EvPanic lines of one run.

@@ -7,7 +7,7 @@ import "github.com/memorder/wafl/inject"
 // run the site's delay is injected here, while the lock is not held, and
 // not at the site itself. Preparation runs ignore it.
 func Before(site uint32) {
-	if mode.Load() == uint32(ModeDetect) {
+	if mode.Load()&uint32(ModeDetect) != 0 {
 		inject.Before(site)
 	}
 }

@@ -21,9 +21,11 @@ func Check(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func checkEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m == uint32(ModeDetect) {
+	if m&uint32(ModeDetect) != 0 {
 		inject.At(site, obj)
-		return
+		if m == uint32(ModeDetect) {
+			return
+		}
 	}
 	record.Add(site, obj, abi.OpCheck)
 }
@@ -39,10 +41,12 @@ func Close(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func closeEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m == uint32(ModeDetect) {
+	if m&uint32(ModeDetect) != 0 {
 		inject.At(site, obj)
 		inject.Closing(site, obj)
-		return
+		if m == uint32(ModeDetect) {
+			return
+		}
 	}
 	record.Add(site, obj, abi.OpDispose)
 }
@@ -58,10 +62,34 @@ func Send(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func sendEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m == uint32(ModeDetect) {
+	if m&uint32(ModeDetect) != 0 {
 		inject.At(site, obj)
 		inject.Sending(site, obj)
-		return
+		if m == uint32(ModeDetect) {
+			return
+		}
 	}
 	record.Add(site, obj, abi.OpUse)
+}
+
+// Deref is Use for a use that dereferences the slot's value (kind
+// abi.UseDeref) or writes its map (abi.UseMapWrite): in detection runs,
+// after the event and its delay, a nil value at a site the plan mentions
+// is noted as the panic about to happen (inject.AtDeref), so that a panic
+// user code recovers is still seen.
+func Deref(site uint32, slot unsafe.Pointer, kind uint8) {
+	if m := mode.Load(); m != 0 {
+		derefEvent(m, site, slot, kind)
+	}
+}
+
+//go:noinline
+func derefEvent(m uint32, site uint32, slot unsafe.Pointer, kind uint8) {
+	if m&uint32(ModeDetect) != 0 {
+		inject.AtDeref(site, slot, kind)
+		if m == uint32(ModeDetect) {
+			return
+		}
+	}
+	record.Add(site, slot, abi.OpUse)
 }

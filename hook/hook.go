@@ -20,6 +20,9 @@ const (
 	ModeOff    Mode = 0 // hooks return at once (WAFL_MODE unset)
 	ModeRecord Mode = 1 // events go to the recorder (WAFL_MODE=record)
 	ModeDetect Mode = 2 // hooks call inject.At (WAFL_MODE=detect)
+	// ModeDetectRecord: both (WAFL_MODE=detect-record); the mode is a bit
+	// set, ModeRecord|ModeDetect.
+	ModeDetectRecord Mode = ModeRecord | ModeDetect
 )
 
 func (m Mode) String() string {
@@ -30,6 +33,8 @@ func (m Mode) String() string {
 		return "record"
 	case ModeDetect:
 		return "detect"
+	case ModeDetectRecord:
+		return "detect-record"
 	}
 	return fmt.Sprintf("Mode(%d)", uint32(m))
 }
@@ -49,15 +54,28 @@ func init() {
 	// pattern) must not record into this process's spill file or run
 	// detection with this run's plan: children run with the hooks off.
 	os.Unsetenv(abi.EnvMode)
-	if m == abi.ModeDetect {
+	trace := os.Getenv(abi.EnvTrace)
+	os.Unsetenv(abi.EnvTrace)
+	if m == abi.ModeDetect || m == abi.ModeDetectRecord {
 		if err := setupDetect(); err != nil {
 			fmt.Fprintf(os.Stderr, "wafl: detect: %v\n", err)
 			os.Exit(abi.ExitSetup)
 		}
+		if m == abi.ModeDetectRecord {
+			// The detection run records too (a learning run): a
+			// recorder that cannot start is a setup failure of the run.
+			if trace == "" {
+				fmt.Fprintf(os.Stderr, "wafl: detect: %s=%s needs %s\n", abi.EnvMode, m, abi.EnvTrace)
+				os.Exit(abi.ExitSetup)
+			}
+			if err := record.Start(trace); err != nil {
+				fmt.Fprintf(os.Stderr, "wafl: detect: %v\n", err)
+				os.Exit(abi.ExitSetup)
+			}
+			mode.Store(uint32(ModeDetectRecord))
+		}
 		return
 	}
-	trace := os.Getenv(abi.EnvTrace)
-	os.Unsetenv(abi.EnvTrace)
 	if err := setupRecord(m, trace); err != nil {
 		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
 		os.Exit(abi.ExitRecordSetup)
@@ -139,9 +157,11 @@ func Use(site uint32, slot unsafe.Pointer) {
 //
 //go:noinline
 func event(m uint32, site uint32, slot unsafe.Pointer, op abi.Op) {
-	if m == uint32(ModeDetect) {
+	if m&uint32(ModeDetect) != 0 {
 		inject.At(site, slot)
-		return
+		if m == uint32(ModeDetect) {
+			return
+		}
 	}
 	record.Add(site, slot, op)
 }
@@ -158,7 +178,7 @@ func Adopt(t lcc.Token) {
 }
 
 func adopt(t lcc.Token) {
-	if e, ok := lcc.Adopt(t); ok && mode.Load() == uint32(ModeRecord) {
+	if e, ok := lcc.Adopt(t); ok && mode.Load()&uint32(ModeRecord) != 0 {
 		parented[e.Child&parentedMask].Store(e.Child)
 		record.AddFork(e)
 	}
@@ -197,6 +217,12 @@ func adoptCallback(t lcc.Token) {
 // any goroutine, and returns only once the work is done, also when
 // another goroutine got there first.
 func Finish() {
+	if mode.Load() == uint32(ModeDetectRecord) {
+		// Drain the delays first: the delayed goroutines' accesses
+		// are recorded; then stop recording and go on detecting.
+		detectOnce.Do(inject.Finish)
+		mode.CompareAndSwap(uint32(ModeDetectRecord), uint32(ModeDetect))
+	}
 	mode.CompareAndSwap(uint32(ModeRecord), uint32(ModeOff))
 	if err := record.Stop(); err != nil && reported.CompareAndSwap(false, true) {
 		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)

@@ -15,7 +15,8 @@ import (
 // runtime, after their event (and its delay) and before the operation,
 // whether it is about to panic, and the runtime logs an abi.EvPanic
 // record. Only certain panics are logged: close of a nil or closed
-// channel, send on a closed channel.
+// channel, send on a closed channel, and — at the sites the plan mentions
+// (AtDeref) — a nil dereference or a nil map write.
 
 // closedOff is the offset of the closed flag in the runtime's channel
 // header (runtime.hchan: qcount, dataqsiz uint; buf pointer; elemsize
@@ -65,6 +66,28 @@ func Closing(site uint32, obj unsafe.Pointer) {
 func Sending(site uint32, obj unsafe.Pointer) {
 	if obj != nil && chanClosed(obj) {
 		notePanic(site, obj, abi.PanicSendClosed)
+	}
+}
+
+// AtDeref is At for a use that dereferences the slot obj (kind
+// abi.UseDeref) or writes the map in it (abi.UseMapWrite). At a site the
+// plan does not mention it costs what At costs; at one it mentions, after
+// the event (and its delay), a nil value in the slot is logged as the
+// panic the use is about to cause.
+func AtDeref(site uint32, obj unsafe.Pointer, kind uint8) {
+	l := table.find(site)
+	if l == nil {
+		return
+	}
+	if l.on.Load() != 0 {
+		eng.at(l, uintptr(obj))
+	}
+	if obj != nil && atomic.LoadPointer((*unsafe.Pointer)(obj)) == nil {
+		k := abi.PanicNilDeref
+		if kind == abi.UseMapWrite {
+			k = abi.PanicNilMap
+		}
+		notePanic(site, obj, k)
 	}
 }
 

@@ -60,3 +60,60 @@ func TestPanicChecksNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+// TestAtDerefLogsNilAtPlannedSites: a dereferencing use logs a nil slot
+// as the panic about to happen at a site the plan mentions (ℓ1 or a
+// partner), with the map kind for a map write, and nothing at an
+// unplanned site or for a non-nil slot.
+func TestAtDerefLogsNilAtPlannedSites(t *testing.T) {
+	e := newTestEngine(t, testPlan(location(1, 1*ms, 1, 2)), nil)
+	oldE, oldT := eng, table
+	eng, table = e.engine, e.fast
+	t.Cleanup(func() { eng, table = oldE, oldT })
+	var nilPtr *int
+	var nilMap map[string]int
+	full := new(int)
+	AtDeref(1, unsafe.Pointer(&nilPtr), abi.UseDeref)    // ℓ1, nil: logged
+	AtDeref(2, unsafe.Pointer(&nilMap), abi.UseMapWrite) // partner, nil map: logged
+	AtDeref(2, unsafe.Pointer(&full), abi.UseDeref)      // not nil
+	AtDeref(9, unsafe.Pointer(&nilPtr), abi.UseDeref)    // unplanned
+	want := map[float64]string{1: abi.PanicNilDeref, 2: abi.PanicNilMap}
+	got := map[float64]string{}
+	n := 0
+	for _, r := range e.records(t) {
+		if r["ev"] == abi.EvPanic {
+			got[r["site"].(float64)] = r["kind"].(string)
+			n++
+		}
+	}
+	if n != len(want) {
+		t.Fatalf("%d panic records %v, want %v", n, got, want)
+	}
+	for s, k := range want {
+		if got[s] != k {
+			t.Errorf("site %v: %q, want %q", s, got[s], k)
+		}
+	}
+}
+
+// TestAtDerefNoAllocs: AtDeref at an unplanned site, and at a planned
+// one whose slot is not nil, allocates nothing.
+func TestAtDerefNoAllocs(t *testing.T) {
+	restore := installTestEngine(t)
+	defer restore()
+	x := new(int)
+	for _, site := range []uint32{2, pZeroSite} {
+		if n := testing.AllocsPerRun(1000, func() { AtDeref(site, unsafe.Pointer(&x), abi.UseDeref) }); n != 0 {
+			t.Errorf("AtDeref(%d) allocates %v times per call", site, n)
+		}
+	}
+}
+
+func BenchmarkAtDerefUnplanned(b *testing.B) {
+	defer installTestEngine(b)()
+	x := new(int)
+	b.ReportAllocs()
+	for b.Loop() {
+		AtDeref(2, unsafe.Pointer(&x), abi.UseDeref)
+	}
+}

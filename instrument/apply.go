@@ -114,7 +114,7 @@ func (ap *applier) post(c *dstutil.Cursor) bool {
 func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 	switch act.kind {
 	case actUse:
-		return paren(&dst.StarExpr{X: call(hUse, siteLit(act.site), addr(n.(dst.Expr)))})
+		return paren(&dst.StarExpr{X: call(useHelper(act.op), siteLit(act.site), addr(n.(dst.Expr)))})
 	case actSend:
 		return call(hSend, siteLit(act.site), n.(dst.Expr))
 	case actClose:
@@ -151,7 +151,7 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.tuple(act, a.(*ast.AssignStmt), n.(*dst.AssignStmt))
 	case actGo:
 		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
-	case actCheckChan, actCheckFlag, actCheckAtomicBool:
+	case actCheckChan, actCheckFlag, actCheckAtomicBool, actCheckLookup:
 		return ap.editCheck(act, n)
 	case actHoist:
 		return hoistRecv(act, n.(dst.Expr)) // locks.go

@@ -16,7 +16,15 @@
 //   - a load of a bool field (`x.closed`) or a call `E.Load()` on a
 //     sync/atomic.Bool in the condition of an if statement, in a function
 //     that closes a channel: _waflCheckFlag(id, &x.closed) and
-//     _waflCheckAtomicBool(id, &E) load, then hook, then return the value.
+//     _waflCheckAtomicBool(id, &E) load, then hook, then return the value;
+//   - a comma-ok map lookup `v, ok := m[k]` (also `=`, `var v, ok = m[k]`)
+//     of a shared map (a field or package variable) in a function that
+//     closes a channel: the lookup whose result the function goes on to
+//     dispose (`if ok { delete(m, k); close(v.ch) }`). The right side
+//     becomes _waflCheckLookup(id, m, k), which looks up, then hooks with
+//     the map as the object, then returns both results. The goroutine
+//     that finds nothing (another removed the entry) still checks, so
+//     the near miss is recorded.
 
 package instrument
 
@@ -33,7 +41,12 @@ const (
 	hCheckChan       = "_waflCheckChan"
 	hCheckFlag       = "_waflCheckFlag"
 	hCheckAtomicBool = "_waflCheckAtomicBool"
+	hCheckLookup     = "_waflCheckLookup"
 )
+
+// actCheckLookup: a comma-ok map lookup m[k] -> _waflCheckLookup(id, m, k)
+// (numbered apart from rewrite.go's list, like actHoist).
+const actCheckLookup actKind = 110
 
 // checkHelperTemplate is appended to the generated helper file
 // (helperSource). The send and close helpers call _waflSendSlow and
@@ -60,6 +73,14 @@ func _waflCheckAtomicBool(site uint32, p *_wafl_atomic.Bool) bool {
 		_waflCheckSlow(site, _wafl_unsafe.Pointer(p))
 	}
 	return v
+}
+
+func _waflCheckLookup[M ~map[K]V, K comparable, V any](site uint32, m M, k K) (V, bool) {
+	v, ok := m[k]
+	if _waflOn() {
+		_waflCheckSlow(site, *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&m)))
+	}
+	return v, ok
 }
 
 //go:noinline
@@ -172,6 +193,36 @@ func (c *collector) checkIf(n *ast.IfStmt, file *ast.File) {
 		}
 		return true
 	})
+}
+
+// checkLookup records the check site of a comma-ok lookup `v, ok = m[k]`
+// (lhs two names or expressions, rhs the one index expression) of a
+// shared map in a function that closes a channel. The key's type must be
+// the map's key type, so that the helper's type arguments are inferred.
+func (c *collector) checkLookup(nlhs int, rhs []ast.Expr, at ast.Node) {
+	if nlhs != 2 || len(rhs) != 1 {
+		return
+	}
+	ix, ok := ast.Unparen(rhs[0]).(*ast.IndexExpr)
+	if !ok {
+		return
+	}
+	t := typeOf(c.info, ix.X)
+	if t == nil || c.ed.has(ix, actCheckLookup) {
+		return
+	}
+	if _, isParam := types.Unalias(t).(*types.TypeParam); isParam {
+		return
+	}
+	mt, ok := under(t).(*types.Map)
+	if !ok {
+		return
+	}
+	kt := typeOf(c.info, ix.Index)
+	if kt == nil || !types.Identical(kt, mt.Key()) || !c.sharedRoot(ix.X) || !c.inCloser(at, c.file) {
+		return
+	}
+	c.ed.add(ix, action{kind: actCheckLookup, site: c.site("check", ix, ix.X)})
 }
 
 // inCloser reports whether n lies in a top-level function of file that
@@ -298,6 +349,11 @@ func (ap *applier) editCheck(act action, n dst.Node) dst.Node {
 		return cc
 	case actCheckFlag:
 		return call(hCheckFlag, siteLit(act.site), addr(n.(dst.Expr)))
+	case actCheckLookup:
+		ix := n.(*dst.IndexExpr)
+		out := call(hCheckLookup, siteLit(act.site), ix.X, ix.Index)
+		out.Decs.NodeDecs = ix.Decs.NodeDecs
+		return out
 	case actCheckAtomicBool:
 		ce := n.(*dst.CallExpr)
 		recv := unparen(ce.Fun).(*dst.SelectorExpr).X

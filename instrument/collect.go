@@ -127,11 +127,13 @@ func (c *collector) visit(n, parent ast.Node) {
 	switch n := n.(type) {
 	case *ast.AssignStmt:
 		c.assign(n, parent)
+		c.checkLookup(len(n.Lhs), n.Rhs, n) // checks.go
 		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
 			c.loadAssign(n.Lhs, nil, n.Rhs)
 		}
 	case *ast.ValueSpec:
 		c.loadAssign(nil, n.Names, n.Values)
+		c.checkLookup(len(n.Names), n.Values, n) // checks.go
 	case *ast.ReturnStmt:
 		c.loadReturn(n)
 	case *ast.IncDecStmt:
@@ -227,7 +229,7 @@ func (c *collector) use(x ast.Expr) {
 		return
 	}
 	id := c.site("use", x, x)
-	c.ed.add(x, action{kind: actUse, site: id})
+	c.ed.add(x, action{kind: actUse, site: id, op: nilOp(typeOf(c.info, x))}) // derefs.go
 }
 
 // selector: x.f.g and x.f.M() use the slot x.f when it holds a pointer
@@ -241,6 +243,7 @@ func (c *collector) selector(n *ast.SelectorExpr) {
 		switch refKind(typeOf(c.info, n.X)) {
 		case "pointer", "interface":
 			c.use(n.X)
+			c.nilSafeMethod(n) // derefs.go
 			return
 		}
 	}

@@ -66,6 +66,12 @@ type Provenance struct {
 	// LearnedCandidates is how many candidate pairs they added.
 	Learned           int `json:"learned,omitempty"`
 	LearnedCandidates int `json:"learned_candidates,omitempty"`
+	// DetectRecorded counts the detection runs that also recorded their
+	// events (at most MaxDetectRecord, the first run of a detect call
+	// each), and DetectCandidates how many candidate pairs their traces
+	// added to the plan (AddNew; Pair.From "detect").
+	DetectRecorded   int `json:"detect_recorded,omitempty"`
+	DetectCandidates int `json:"detect_candidates,omitempty"`
 	// Forks counts the fork rows of the trace (goroutines the test's
 	// instrumented code started); nil in plans written before it existed.
 	// A plan without candidates whose trace has no fork cannot have lost
@@ -76,6 +82,22 @@ type Provenance struct {
 // MaxLearn bounds the recording runs detect makes for a plan without
 // candidates (Provenance.Learned).
 const MaxLearn = 3
+
+// MaxDetectRecord bounds the detection runs of a plan that also record
+// (Provenance.DetectRecorded), and MaxDetectCandidates the pairs one such
+// run may add.
+const (
+	MaxDetectRecord     = 3
+	MaxDetectCandidates = 64
+)
+
+// Origins of a pair (Pair.From): the preparation run (empty), a
+// recording run of detect for a plan without candidates, a detection run
+// that also recorded.
+const (
+	FromLearn  = "learn"
+	FromDetect = "detect"
+)
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string
@@ -138,6 +160,9 @@ type Pair struct {
 	// Pruned is set when a detection run removed the pair from S, with
 	// the reason ("hb-inference", "bug-found").
 	Pruned string `json:"pruned,omitempty"`
+	// From says which run's trace the pair came from when it was not the
+	// preparation run's: FromLearn or FromDetect.
+	From string `json:"from,omitempty"`
 }
 
 // Run is what one detection run did.

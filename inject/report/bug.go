@@ -45,6 +45,11 @@ type Bug struct {
 	// failed without a crash); the runtime logged it before it happened.
 	Recovered bool `json:"recovered,omitempty"`
 	Reordered bool `json:"reordered,omitempty"`
+	// PairFrom is where the bug's candidate pair came from when not from
+	// the preparation run: "learn" (a recording run detect made for a plan
+	// without candidates) or "detect" (a detection run that also recorded;
+	// plans.Pair.From).
+	PairFrom string `json:"pair_from,omitempty"`
 	// How says how the crash came about (report.How: delay-in-progress,
 	// after-delay, delay-decision, natural-schedule, preparation-run) and
 	// HowDetail what the run log shows for it.
@@ -176,6 +181,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		b.Partner = &p
 	}
 	b.Reordered = a.Reordered
+	b.PairFrom = a.Pair.From
 	b.Reproduce = Reproduce{Wafl: in.Reproduce, Command: append([]string{in.Binary}, in.Args...), Env: in.Env}
 	if b.Reproduce.Wafl == "" {
 		b.Reproduce.Wafl = fmt.Sprintf("wafl detect --run %s --seed %d %s",

@@ -53,6 +53,8 @@ var panicText = map[PanicKind]string{
 	CloseClosed: "close of closed channel",
 	CloseNil:    "close of nil channel",
 	SendClosed:  "send on closed channel",
+	NilDeref:    "runtime error: invalid memory address or nil pointer dereference",
+	NilMap:      "assignment to entry in nil map",
 }
 
 // attributeRecovered looks at the MEMORDER panics the runtime logged

@@ -122,6 +122,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	for k := 0; k < o.Runs && !plan.Empty(); k++ {
 		n := len(plan.Runs) + 1
 		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.logPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
+		r.record = recordsRun(plan, k) // learn.go
 		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
 		if err != nil {
 			return 0, "", err
@@ -215,6 +216,9 @@ type runSpec struct {
 	// base is logs/<pkg>/<Test>.run<n>; the run's files add .log (output),
 	// .wlog (runtime log), .crash and .plan.json (the plan it read).
 	base string
+	// record: the run also records its events into base.wraw, and its
+	// trace adds candidates to the plan (learn.go, learnFromRun).
+	record bool
 }
 
 func (r runSpec) output() string { return r.base + ".log" }
@@ -238,7 +242,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		return nil, err
 	}
 	env := []string{
-		abi.Env(abi.EnvMode, abi.ModeDetect),
+		abi.Env(abi.EnvMode, abi.ModeDetect), // ModeDetectRecord below for a recording run
 		abi.Env(abi.EnvPlan, runPlan),
 		abi.Env(abi.EnvSeed, strconv.FormatUint(r.seed, 10)),
 		abi.Env(abi.EnvRun, strconv.Itoa(r.n)),
@@ -248,8 +252,16 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	if len(o.Ablate) > 0 {
 		env = append(env, abi.Env(abi.EnvAblate, strings.Join(o.Ablate, ",")))
 	}
+	runEnv, raw := env, ""
+	if r.record {
+		// The report's reproduce command repeats the run without
+		// recording (env).
+		raw = r.base + ".wraw"
+		os.Remove(raw)
+		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
+	}
 	sub, skip := o.subtestArgs()
-	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: env, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
+	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
 	res, err := tr.run(ctx)
 	if err != nil {
 		return nil, err
@@ -276,6 +288,11 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	plan.ApplyRun(rr.PlanOutcome())
 	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
 		return nil, err
+	}
+	if r.record {
+		if err := learnFromRun(ctx, s, o, j, plan, raw, r, rr); err != nil {
+			return nil, err
+		}
 	}
 	s.sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays })
 	return rr, nil

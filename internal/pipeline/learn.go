@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -20,6 +22,13 @@ import (
 // inject nothing anyway — and merges the candidates of its trace into the
 // plan. At most learnPerCall such runs per detect call and plans.MaxLearn
 // per plan; they do not count against --runs.
+//
+// A plan with candidates keeps learning too: the first detection run of a
+// detect call also records its events (abi.ModeDetectRecord), at most
+// plans.MaxDetectRecord runs per plan, and the candidate pairs of its
+// trace that the plan does not have join it (plans.AddNew, with the
+// plan's δ; at most plans.MaxDetectCandidates a run). The other detection
+// runs do not record: their hooks cost what they cost before.
 
 // learnPerCall bounds the recording runs of one detect call for one test.
 const learnPerCall = 2
@@ -73,6 +82,7 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		// the merge keeps plan's provenance, runs and bugs.
 		plan.Params.NearMissNs, plan.Params.MaxDelayNs = fresh.Params.NearMissNs, fresh.Params.MaxDelayNs
 		plan.Params.LoadFactor = fresh.Params.LoadFactor
+		markFrom(fresh, plans.FromLearn)
 		merged, err := plans.Merge(plan, fresh)
 		if err != nil {
 			return nil, "", err
@@ -96,6 +106,69 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		}
 	})
 	return plan, fmt.Sprintf("learned %d candidate pairs in %d recording run(s)", added, runs), nil
+}
+
+// markFrom sets the origin of every pair of p.
+func markFrom(p *plans.Plan, from string) {
+	for i := range p.Locations {
+		for k := range p.Locations[i].Pairs {
+			p.Locations[i].Pairs[k].From = from
+		}
+	}
+}
+
+// recordsRun reports whether detection run k (0-based, in this detect
+// call) of plan also records: the first run, while the plan has recorded
+// fewer than plans.MaxDetectRecord runs and its trace had goroutines.
+func recordsRun(plan *plans.Plan, k int) bool {
+	if k != 0 || plan.Provenance.DetectRecorded >= plans.MaxDetectRecord {
+		return false
+	}
+	f := plan.Provenance.Forks
+	return f == nil || *f > 0
+}
+
+// learnFromRun folds the trace raw that detection run r (result rr) of
+// test j recorded into plan: the pairs plan lacks are added
+// (plans.AddNew) and counted, and the plan is saved. A run that exposed
+// a bug or did not finish teaches nothing.
+func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, raw string, r runSpec, rr *report.RunResult) error {
+	pkg, test := j.pkg.ImportPath, j.test
+	arrows := r.base + ".arrows"
+	defer os.Remove(raw)
+	defer os.Remove(arrows)
+	plan.Provenance.DetectRecorded++
+	added := 0
+	if rr.Status == report.Pass || rr.Status == report.Fail {
+		if _, err := os.Stat(raw); err != nil {
+			return &testError{phase: "analyze", note: "no trace from a recording detection run", err: err}
+		}
+		// The plan's analysis parameters, so that the new pairs'
+		// windows and delays are those of the pairs it has.
+		ov := plans.Overrides{
+			NearMiss:    time.Duration(plan.Params.NearMissNs),
+			MinDelay:    time.Duration(plan.Params.MinDelayNs),
+			MaxDelay:    time.Duration(plan.Params.MaxDelayNs),
+			Alpha:       plan.Params.Alpha,
+			NoLoadScale: true,
+			NoForkOrder: o.Params.NoForkOrder,
+		}
+		fresh, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows)
+		if err != nil {
+			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
+		}
+		markFrom(fresh, plans.FromDetect)
+		added = plan.AddNew(fresh, plans.MaxDetectCandidates)
+		plan.Provenance.DetectCandidates += added
+	}
+	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+		return err
+	}
+	s.sum.add(func(s *Summary) {
+		s.DetectRecorded++
+		s.DetectLearned += added
+	})
+	return nil
 }
 
 func countPairs(p *plans.Plan) int {

@@ -115,7 +115,24 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
 func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	arrows := ws.tracePath(pkg, test)
+	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.tracePath(pkg, test))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(ws.planPath(pkg, test)), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := plans.Save(ws.planPath(pkg, test), plan); err != nil {
+		return nil, nil, err
+	}
+	return plan, stats, nil
+}
+
+// analyzeTrace converts the raw spill file raw of test j into the Arrow
+// trace arrows, removes raw and analyzes the trace into a plan, which it
+// returns without saving it.
+func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j job, raw, arrows string) (*plans.Plan, *analyze.Stats, error) {
+	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
@@ -143,12 +160,6 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 	if stats != nil {
 		forks := stats.Forks
 		plan.Provenance.Forks = &forks
-	}
-	if err := os.MkdirAll(filepath.Dir(ws.planPath(pkg, test)), 0o755); err != nil {
-		return nil, nil, err
-	}
-	if err := plans.Save(ws.planPath(pkg, test), plan); err != nil {
-		return nil, nil, err
 	}
 	return plan, stats, nil
 }

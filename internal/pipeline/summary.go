@@ -47,9 +47,13 @@ type Summary struct {
 	// Learned are the candidate pairs that recording runs of detect added
 	// to plans without candidates (learn.go), in LearnRuns runs.
 	Learned, LearnRuns int
-	Bugs               []*report.Bug
-	Problems           []Problem
-	Phases             []Phase
+	// DetectLearned are the candidate pairs that detection runs which
+	// also recorded (DetectRecorded of them) added to plans that had
+	// candidates (learn.go, learnFromRun).
+	DetectLearned, DetectRecorded int
+	Bugs                          []*report.Bug
+	Problems                      []Problem
+	Phases                        []Phase
 }
 
 // Phase is the wall time of one phase.
@@ -115,6 +119,10 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		if s.LearnRuns > 0 {
 			fmt.Fprintf(w, "learned:  %s from %s of plans without candidates\n",
 				plural(s.Learned, "candidate pair", "candidate pairs"), plural(s.LearnRuns, "recording run", "recording runs"))
+		}
+		if s.DetectRecorded > 0 {
+			fmt.Fprintf(w, "learned:  %s from %s that also recorded\n",
+				plural(s.DetectLearned, "candidate pair", "candidate pairs"), plural(s.DetectRecorded, "detection run", "detection runs"))
 		}
 	}
 	if len(s.Problems) > 0 {

@@ -1,0 +1,62 @@
+package plans
+
+import "testing"
+
+// TestAddNew: only pairs the plan lacks are added; what the plan has keeps
+// its state; a location that had left S comes back for a new pair; the
+// bound holds; the result validates.
+func TestAddNew(t *testing.T) {
+	pair := func(first, second uint32, kind Kind, gap int64) Pair {
+		return Pair{Kind: kind, First: first, Second: second, Count: 1, MinGapNs: gap, MaxGapNs: gap}
+	}
+	p := &Plan{Version: Version, Params: DefaultParams(), Locations: []Location{
+		{Site: 10, DelayNs: 7e6, Prob: 0.4, Grown: 1, Pairs: []Pair{pair(10, 11, UseBeforeInit, 5e6)}},
+		{Site: 20, DelayNs: 3e6, Prob: 0, Pairs: []Pair{{Kind: UseAfterDispose, First: 20, Second: 21, Count: 1, Pruned: "hb-inference"}}},
+	}}
+	fresh := &Plan{Version: Version, Params: DefaultParams(), Locations: []Location{
+		{Site: 5, DelayNs: 2e6, Prob: 1, Pairs: []Pair{pair(5, 6, CheckThenAct, 1e6), pair(5, 7, CheckThenAct, 1e6)}},
+		{Site: 10, DelayNs: 9e6, Prob: 1, Pairs: []Pair{pair(10, 11, UseBeforeInit, 8e6), pair(10, 4, UseAfterDispose, 1e6)}},
+		{Site: 20, DelayNs: 1e6, Prob: 1, Pairs: []Pair{pair(20, 22, UseAfterDispose, 1e6)}},
+	}}
+	for i := range fresh.Locations {
+		for k := range fresh.Locations[i].Pairs {
+			fresh.Locations[i].Pairs[k].From = FromDetect
+		}
+	}
+	if n := p.AddNew(fresh, 0); n != 4 {
+		t.Fatalf("added %d pairs, want 4", n)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("invalid after AddNew: %v\n%s", err, p)
+	}
+	if len(p.Locations) != 3 || p.Locations[0].Site != 5 {
+		t.Fatalf("locations %+v", p.Locations)
+	}
+	l10 := p.Location(10)
+	if l10.DelayNs != 7e6 || l10.Prob != 0.4 || l10.Grown != 1 || len(l10.Pairs) != 2 {
+		t.Errorf("location 10 changed: %+v", l10)
+	}
+	for _, pr := range l10.Pairs {
+		if pr.Second == 11 && (pr.MaxGapNs != 5e6 || pr.From != "") {
+			t.Errorf("existing pair changed: %+v", pr)
+		}
+		if pr.Second == 4 && pr.From != FromDetect {
+			t.Errorf("new pair not marked: %+v", pr)
+		}
+	}
+	l20 := p.Location(20)
+	if l20.Prob != 1 || !l20.Live() || l20.Pairs[0].Pruned != "hb-inference" {
+		t.Errorf("location 20: %+v", l20)
+	}
+	// Everything is there now: nothing more to add.
+	if n := p.AddNew(fresh, 0); n != 0 {
+		t.Errorf("second AddNew added %d", n)
+	}
+	q := &Plan{Version: Version, Params: DefaultParams()}
+	if n := q.AddNew(fresh, 3); n != 3 {
+		t.Errorf("bounded AddNew added %d, want 3", n)
+	}
+	if err := q.Validate(); err != nil {
+		t.Errorf("invalid after bounded AddNew: %v", err)
+	}
+}

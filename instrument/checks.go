@@ -218,8 +218,10 @@ func (c *collector) checkLookup(nlhs int, rhs []ast.Expr, at ast.Node) {
 	if !ok {
 		return
 	}
+	// A constant key is left alone: how an untyped constant argument is
+	// inferred depends on the module's language version.
 	kt := typeOf(c.info, ix.Index)
-	if kt == nil || !types.Identical(kt, mt.Key()) || !c.sharedRoot(ix.X) || !c.inCloser(at, c.file) {
+	if kt == nil || c.info.Types[ix.Index].Value != nil || !types.Identical(kt, mt.Key()) || !c.sharedRoot(ix.X) || !c.inCloser(at, c.file) {
 		return
 	}
 	c.ed.add(ix, action{kind: actCheckLookup, site: c.site("check", ix, ix.X)})

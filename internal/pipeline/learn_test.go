@@ -145,3 +145,143 @@ func TestSeq(t *testing.T) {
 		t.Fatalf("detect made %d learning runs for a test without goroutines; want 0 (problems %v)", sum.LearnRuns, sum.Problems)
 	}
 }
+
+// twoSrc: the goroutine's load of s.q, a near miss with the dispose of
+// s.q, happens only from the test's second run on, so the preparation run
+// finds the pair of s.p alone. Both loads are checked for nil: delays
+// expose nothing, the detection runs pass.
+const twoSrc = `package two
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+type S struct{ p, q *int }
+
+func runs(t *testing.T) int {
+	b, _ := os.ReadFile("runs.txt")
+	n, _ := strconv.Atoi(string(b))
+	n++
+	if err := os.WriteFile("runs.txt", []byte(strconv.Itoa(n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestTwo(t *testing.T) {
+	s := &S{p: new(int), q: new(int)}
+	done := make(chan struct{})
+	later := runs(t) > 1
+	go func() {
+		defer close(done)
+		if later {
+			if q := s.q; q != nil {
+				_ = *q
+			}
+		}
+		if p := s.p; p != nil {
+			_ = *p
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.q = nil
+	s.p = nil
+	<-done
+}
+`
+
+// TestDetectionRunsLearn: the first detection run of a detect call also
+// records, and the pair the preparation run missed joins the plan, marked
+// as found by a detection run.
+func TestDetectionRunsLearn(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"go.mod":      "module example.com/two\n\ngo 1.22\n",
+		"two_test.go": twoSrc,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := DetectOptions{
+		PrepareOptions: PrepareOptions{
+			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+			Packages: Packages{Patterns: []string{"./..."}},
+			Tests:    Tests{Parallel: 1},
+		},
+		Runs: 2,
+	}
+	sum, err := Prepare(context.Background(), o.PrepareOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.WithCandidates != 1 {
+		t.Fatalf("prepare: %d with candidates, want 1 (problems %v)", sum.WithCandidates, sum.Problems)
+	}
+	planPath := filepath.Join(o.WorkDir, "plans", "example.com", "two", "TestTwo.json")
+	before, err := plans.Load(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The goroutine may be scheduled after the dispose on a loaded
+	// machine: up to MaxDetectRecord detect calls, each records once.
+	learned, recorded := 0, 0
+	for i := 0; i < plans.MaxDetectRecord && learned == 0; i++ {
+		sum, err = Detect(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Bugs) != 0 || len(sum.Problems) != 0 {
+			t.Fatalf("detect: bugs %v, problems %v", sum.Bugs, sum.Problems)
+		}
+		if sum.DetectRecorded != 1 {
+			t.Fatalf("detect call %d: %d recording detection runs, want 1", i+1, sum.DetectRecorded)
+		}
+		learned += sum.DetectLearned
+		recorded += sum.DetectRecorded
+	}
+	if learned == 0 {
+		t.Fatalf("no candidate learned in %d recording detection runs", recorded)
+	}
+	p, err := plans.Load(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Provenance.DetectRecorded != recorded || p.Provenance.DetectCandidates != learned {
+		t.Fatalf("provenance: detect_recorded %d, detect_candidates %d; want %d, %d",
+			p.Provenance.DetectRecorded, p.Provenance.DetectCandidates, recorded, learned)
+	}
+	if countPairs(p) != countPairs(before)+learned {
+		t.Fatalf("%d pairs after, %d before, %d learned", countPairs(p), countPairs(before), learned)
+	}
+	fromDetect := 0
+	for _, l := range p.Locations {
+		for _, pr := range l.Pairs {
+			if pr.From == plans.FromDetect {
+				fromDetect++
+			}
+		}
+	}
+	if fromDetect != learned {
+		t.Fatalf("%d pairs marked from detect, want %d", fromDetect, learned)
+	}
+	// The bound: no more recording once MaxDetectRecord runs recorded.
+	for p.Provenance.DetectRecorded < plans.MaxDetectRecord {
+		if _, err := Detect(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = plans.Load(planPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err = Detect(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.DetectRecorded != 0 {
+		t.Fatalf("detect recorded after %d recording runs", plans.MaxDetectRecord)
+	}
+}

@@ -82,7 +82,7 @@ func AtDeref(site uint32, obj unsafe.Pointer, kind uint8) {
 	if l.on.Load() != 0 {
 		eng.at(l, uintptr(obj))
 	}
-	if obj != nil && atomic.LoadPointer((*unsafe.Pointer)(obj)) == nil {
+	if obj != nil && atomic.LoadUintptr((*uintptr)(obj)) == 0 {
 		k := abi.PanicNilDeref
 		if kind == abi.UseMapWrite {
 			k = abi.PanicNilMap

@@ -146,10 +146,10 @@ func TestSeq(t *testing.T) {
 	}
 }
 
-// twoSrc: the goroutine's load of s.q, a near miss with the dispose of
+// twoSrc: the goroutine's use of s.q, a near miss with the dispose of
 // s.q, happens only from the test's second run on, so the preparation run
-// finds the pair of s.p alone. Both loads are checked for nil: delays
-// expose nothing, the detection runs pass.
+// finds the pair of s.p alone. The disposes wait for the goroutine (ready):
+// delays expose nothing, the detection runs pass.
 const twoSrc = `package two
 
 import (
@@ -173,23 +173,19 @@ func runs(t *testing.T) int {
 
 func TestTwo(t *testing.T) {
 	s := &S{p: new(int), q: new(int)}
-	done := make(chan struct{})
+	ready := make(chan struct{})
 	later := runs(t) > 1
 	go func() {
-		defer close(done)
 		if later {
-			if q := s.q; q != nil {
-				_ = *q
-			}
+			_ = *s.q
 		}
-		if p := s.p; p != nil {
-			_ = *p
-		}
+		_ = *s.p
+		close(ready)
 	}()
 	time.Sleep(20 * time.Millisecond)
+	<-ready
 	s.q = nil
 	s.p = nil
-	<-done
 }
 `
 
@@ -212,7 +208,7 @@ func TestDetectionRunsLearn(t *testing.T) {
 			Packages: Packages{Patterns: []string{"./..."}},
 			Tests:    Tests{Parallel: 1},
 		},
-		Runs: 2,
+		Runs: 1,
 	}
 	sum, err := Prepare(context.Background(), o.PrepareOptions)
 	if err != nil {

@@ -5,12 +5,16 @@
 # exposed the bug, the median detection runs to expose it (0: the
 # preparation run crashed with it) and the mean delays injected per try.
 #
-# Modes (ABLATIONS, default "full fixed-delay parent-child"):
+# Modes (ABLATIONS, default "full fixed-delay parent-child basic"):
 #   full          wafl as it is;
 #   fixed-delay   every delay 100 ms instead of the learned length;
-#   parent-child  no pruning of pairs that fork edges order.
-# WAFLBASIC (no preparation run, near-miss detection online) is not
-# implemented.
+#   parent-child  no pruning of pairs that fork edges order;
+#   basic         WAFLBASIC (thesis §3, Table 6.4 "no preparation run"):
+#                 prepare runs nothing, detection runs find near misses
+#                 online and delay them (docs/algorithm.md, "Basic mode").
+#                 Its median runs count every test run; full's exclude the
+#                 preparation run. A mode may combine parts with commas
+#                 (basic,fixed-delay,parent-child is pure WAFLBASIC).
 #
 # Usage: scripts/ablate.sh [name...]   (default: every bug of scripts/corpus.tsv)
 # Environment: WAFL (default: built from this tree), TRIES, RUNS, ABLATIONS,
@@ -20,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 examples=$root/examples
 TRIES=${TRIES:-5}
 RUNS=${RUNS:-5}
-ABLATIONS=${ABLATIONS:-full fixed-delay parent-child}
+ABLATIONS=${ABLATIONS:-full fixed-delay parent-child basic}
 work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-ablate.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 die() { echo "ablate.sh: $*" >&2; exit 2; }

@@ -251,3 +251,24 @@ func BenchmarkAccessBasic(b *testing.B) {
 		Access(uint32(i%64+1), unsafe.Pointer(&x[i%64]), abi.OpUse)
 	}
 }
+
+// TestAccessNoAllocs: basic mode's hook allocates nothing for an access
+// that completes no new near miss.
+func TestAccessNoAllocs(t *testing.T) {
+	fc := &fakeClock{}
+	e, err := newEngine(config{plan: testPlan(), seed: 1, ablate: ablation{basic: true}}, fc.clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := eng
+	eng = e
+	defer func() { eng = old }()
+	var x int
+	n := testing.AllocsPerRun(1000, func() {
+		fc.t.Add(1000)
+		Access(5, unsafe.Pointer(&x), abi.OpUse)
+	})
+	if n != 0 {
+		t.Errorf("Access allocates %v times per call", n)
+	}
+}

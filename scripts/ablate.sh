@@ -56,6 +56,7 @@ for name in "${names[@]}"; do
 		[[ $m != full ]] && abl=(--ablate "$m")
 		exposed=0 runs=() dsum=0
 		for ((try = 1; try <= TRIES; try++)); do
+			d0=$dsum
 			dir=$work/$name.$m.$try
 			set +e
 			(cd "$examples" && "$WAFL" prepare --dir "$dir" "${abl[@]}" "./$name" >/dev/null 2>"$dir.prep.log")
@@ -79,7 +80,7 @@ for name in "${names[@]}"; do
 				*) die "detect ./$name ($m) failed, see $dir.$run.log" ;;
 				esac
 			done
-			echo "$name $m try $try: runs=$r" >&2
+			echo "$name $m try $try: runs=$r delays=$((dsum - d0)) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
 			if ((r >= 0)); then
 				exposed=$((exposed + 1))
 				runs+=("$r")

@@ -41,7 +41,7 @@ if [[ ${#names[@]} -eq 0 ]]; then
 fi
 
 # delays LOG: the "N delays injected" count of a detect log (0 if none).
-delays() { sed -n 's/.* \([0-9]*\) delays injected.*/\1/p' "$1" | tail -1 | grep . || echo 0; }
+delays() { sed -n 's/.* \([0-9][0-9]*\) delays* injected.*/\1/p' "$1" | tail -1 | grep . || echo 0; }
 
 hdr="| bug |" sep="|---|"
 for m in $ABLATIONS; do

@@ -21,13 +21,17 @@ func Check(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func checkEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m&uint32(ModeDetect) != 0 {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, obj)
-		if m == uint32(ModeDetect) {
-			return
-		}
+	case uint32(ModeBasic):
+		inject.Access(site, obj, abi.OpCheck) // not a near-miss access; no check-then-act pairs online
+	case uint32(ModeDetectRecord):
+		inject.At(site, obj)
+		record.Add(site, obj, abi.OpCheck)
+	default:
+		record.Add(site, obj, abi.OpCheck)
 	}
-	record.Add(site, obj, abi.OpCheck)
 }
 
 // Close is called before close(ch): Dispose's event, and in detection
@@ -41,14 +45,20 @@ func Close(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func closeEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m&uint32(ModeDetect) != 0 {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, obj)
 		inject.Closing(site, obj)
-		if m == uint32(ModeDetect) {
-			return
-		}
+	case uint32(ModeBasic):
+		inject.Access(site, obj, abi.OpDispose)
+		inject.Closing(site, obj)
+	case uint32(ModeDetectRecord):
+		inject.At(site, obj)
+		inject.Closing(site, obj)
+		record.Add(site, obj, abi.OpDispose)
+	default:
+		record.Add(site, obj, abi.OpDispose)
 	}
-	record.Add(site, obj, abi.OpDispose)
 }
 
 // Send is called before a send on ch: Use's event, and in detection runs,
@@ -62,14 +72,20 @@ func Send(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func sendEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m&uint32(ModeDetect) != 0 {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, obj)
 		inject.Sending(site, obj)
-		if m == uint32(ModeDetect) {
-			return
-		}
+	case uint32(ModeBasic):
+		inject.Access(site, obj, abi.OpUse)
+		inject.Sending(site, obj)
+	case uint32(ModeDetectRecord):
+		inject.At(site, obj)
+		inject.Sending(site, obj)
+		record.Add(site, obj, abi.OpUse)
+	default:
+		record.Add(site, obj, abi.OpUse)
 	}
-	record.Add(site, obj, abi.OpUse)
 }
 
 // Deref is Use for a use that dereferences the slot's value (kind
@@ -85,11 +101,15 @@ func Deref(site uint32, slot unsafe.Pointer, kind uint8) {
 
 //go:noinline
 func derefEvent(m uint32, site uint32, slot unsafe.Pointer, kind uint8) {
-	if m&uint32(ModeDetect) != 0 {
+	switch m {
+	case uint32(ModeDetect):
 		inject.AtDeref(site, slot, kind)
-		if m == uint32(ModeDetect) {
-			return
-		}
+	case uint32(ModeBasic):
+		inject.Access(site, slot, abi.OpUse)
+	case uint32(ModeDetectRecord):
+		inject.AtDeref(site, slot, kind)
+		record.Add(site, slot, abi.OpUse)
+	default:
+		record.Add(site, slot, abi.OpUse)
 	}
-	record.Add(site, slot, abi.OpUse)
 }

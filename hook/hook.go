@@ -20,9 +20,13 @@ const (
 	ModeOff    Mode = 0 // hooks return at once (WAFL_MODE unset)
 	ModeRecord Mode = 1 // events go to the recorder (WAFL_MODE=record)
 	ModeDetect Mode = 2 // hooks call inject.At (WAFL_MODE=detect)
-	// ModeDetectRecord: both (WAFL_MODE=detect-record); the mode is a bit
-	// set, ModeRecord|ModeDetect.
-	ModeDetectRecord Mode = ModeRecord | ModeDetect
+	// ModeBasic: a detection run in basic mode (WAFL_ABLATE=basic): hooks
+	// call inject.Access with the event's op, for online near-miss
+	// detection.
+	ModeBasic Mode = 3
+	// ModeDetectRecord: a detection run that also records its events
+	// (WAFL_MODE=detect-record; plans that keep learning).
+	ModeDetectRecord Mode = 4
 )
 
 func (m Mode) String() string {
@@ -33,6 +37,8 @@ func (m Mode) String() string {
 		return "record"
 	case ModeDetect:
 		return "detect"
+	case ModeBasic:
+		return "basic"
 	case ModeDetectRecord:
 		return "detect-record"
 	}
@@ -61,7 +67,7 @@ func init() {
 			fmt.Fprintf(os.Stderr, "wafl: detect: %v\n", err)
 			os.Exit(abi.ExitSetup)
 		}
-		if m == abi.ModeDetectRecord {
+		if m == abi.ModeDetectRecord && mode.Load() == uint32(ModeDetect) {
 			// The detection run records too (a learning run): a
 			// recorder that cannot start is a setup failure of the run.
 			if trace == "" {
@@ -88,6 +94,10 @@ func setupDetect() error {
 	lcc.Enable()
 	if err := inject.Setup(); err != nil {
 		return err
+	}
+	if inject.Basic() {
+		mode.Store(uint32(ModeBasic))
+		return nil
 	}
 	mode.Store(uint32(ModeDetect))
 	return nil
@@ -157,13 +167,17 @@ func Use(site uint32, slot unsafe.Pointer) {
 //
 //go:noinline
 func event(m uint32, site uint32, slot unsafe.Pointer, op abi.Op) {
-	if m&uint32(ModeDetect) != 0 {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, slot)
-		if m == uint32(ModeDetect) {
-			return
-		}
+	case uint32(ModeBasic):
+		inject.Access(site, slot, op)
+	case uint32(ModeDetectRecord):
+		inject.At(site, slot)
+		record.Add(site, slot, op)
+	default:
+		record.Add(site, slot, op)
 	}
-	record.Add(site, slot, op)
 }
 
 // Fork is the parent side of an instrumented go statement; see lcc.Fork.
@@ -178,9 +192,16 @@ func Adopt(t lcc.Token) {
 }
 
 func adopt(t lcc.Token) {
-	if e, ok := lcc.Adopt(t); ok && mode.Load()&uint32(ModeRecord) != 0 {
+	e, ok := lcc.Adopt(t)
+	if !ok {
+		return
+	}
+	switch mode.Load() {
+	case uint32(ModeRecord), uint32(ModeDetectRecord):
 		parented[e.Child&parentedMask].Store(e.Child)
 		record.AddFork(e)
+	case uint32(ModeBasic):
+		inject.Forked(e)
 	}
 }
 
@@ -227,7 +248,7 @@ func Finish() {
 	if err := record.Stop(); err != nil && reported.CompareAndSwap(false, true) {
 		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
 	}
-	if Mode(mode.Load()) == ModeDetect {
+	if m := Mode(mode.Load()); m == ModeDetect || m == ModeBasic {
 		detectOnce.Do(inject.Finish)
 	}
 }

@@ -131,6 +131,7 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 		NoForkOrder: params.NoForkOrder,
 		Tool:        "wafl",
 		BinaryHash:  j.pkg.hash,
+		SlotTypes:   slotTypes(j.pkg.Sites),
 	})
 	if err != nil {
 		return nil, nil, err

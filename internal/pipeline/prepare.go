@@ -142,7 +142,10 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 	plan.Provenance.Sites = j.pkg.Sites
 	plan.Provenance.BinaryHash = j.pkg.hash
 	if stats != nil {
-		forks := stats.Forks
+		// One fork row of every trace is the test goroutine adopting
+		// TestMain's token (hook.AdoptTests: package init ordered before
+		// the test), not a goroutine the test started.
+		forks := max(stats.Forks-1, 0)
 		plan.Provenance.Forks = &forks
 	}
 	if err := os.MkdirAll(filepath.Dir(ws.planPath(pkg, test)), 0o755); err != nil {

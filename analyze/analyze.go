@@ -53,6 +53,10 @@ type Options struct {
 	// is fast (tmpfs) and decoding is slow; on a plain disk the writes
 	// cost more than they save.
 	RowSpill bool
+	// SlotTypes maps site ids to the static types of their slots (the
+	// site table's "type"); pairs of two sites of different types are
+	// dropped as address reuse (slottypes.go). Nil keeps every pair.
+	SlotTypes map[uint32]string
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -93,6 +97,7 @@ type Stats struct {
 	PrunedWindow int64 // instances dropped because τ2 − τ1 ≥ δ
 	PrunedSameG  int64 // instances dropped because both ops ran in one goroutine
 	PrunedFork   int64 // instances dropped because forks order them
+	PrunedType   int   // candidate pairs dropped because their slot types differ (address reuse)
 
 	Candidates   int // distinct candidate pairs {ℓ1, ℓ2} in S
 	Locations    int // distinct delay locations ℓ1
@@ -288,6 +293,7 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 	if err := s.pairs(a); err != nil {
 		return nil, err
 	}
+	a.stats.PrunedType = a.dropAliased(opts.SlotTypes)
 	a.checkPairs()
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {

@@ -52,6 +52,8 @@ const (
 	hToken        = "_waflToken"
 	hExit         = "_waflExit"
 	hFinish       = "_waflFinish"
+	hTestsFork    = "_waflTestsFork"
+	hTestsAdopt   = "_waflTestsAdopt"
 	userMain      = "_waflTestMain"
 	tokenVar      = "_wafl_t"
 )
@@ -298,6 +300,7 @@ func wrapTestMain(df *dst.File) bool {
 			Name: dst.NewIdent("TestMain"),
 			Type: &dst.FuncType{Func: true, Params: &dst.FieldList{List: []*dst.Field{{Names: []*dst.Ident{dst.NewIdent("m")}, Type: ptype}}}},
 			Body: &dst.BlockStmt{List: []dst.Stmt{
+				&dst.ExprStmt{X: call(hTestsFork)},
 				&dst.ExprStmt{X: call(userMain, dst.NewIdent("m"))},
 				&dst.ExprStmt{X: call(hFinish)},
 			}},
@@ -308,6 +311,27 @@ func wrapTestMain(df *dst.File) bool {
 		return true
 	}
 	return false
+}
+
+// adoptInTests makes every Test function of df start with
+// _waflTestsAdopt(), so that the test's goroutine is a child of the main
+// goroutine at TestMain (hook.ForkTests): package initialization happens
+// before the test. Reports whether it added any.
+func adoptInTests(df *dst.File) bool {
+	added := false
+	for _, d := range df.Decls {
+		fd, ok := d.(*dst.FuncDecl)
+		if !ok || fd.Recv != nil || fd.Body == nil || fd.Name.Name == "TestMain" || !isTestName(fd.Name.Name) || fd.Type.TypeParams != nil {
+			continue
+		}
+		if fd.Type.Params == nil || len(fd.Type.Params.List) != 1 {
+			continue
+		}
+		st := &dst.ExprStmt{X: call(hTestsAdopt)}
+		fd.Body.List = append([]dst.Stmt{st}, fd.Body.List...)
+		added = true
+	}
+	return added
 }
 
 // hasTestMain reports whether the file declares func TestMain.

@@ -36,6 +36,10 @@ type Config struct {
 	Patterns []string
 	// Tags are extra build tags, for both loading and building.
 	Tags []string
+	// Instrument are import path patterns (example.com/lib/...) of packages
+	// outside the main module to instrument too, when the test binaries
+	// link them (deps.go). Each must match at least one such package.
+	Instrument []string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -162,6 +166,19 @@ type unit struct {
 	// as it would be if matched, so that a package's binary does not depend
 	// on the pattern, and neither built nor tested.
 	dep bool
+	// foreign marks a dependency outside the main module instrumented on
+	// request (Config.Instrument, deps.go); lang is its module's go line.
+	foreign bool
+	lang    string
+}
+
+// oldLang reports whether the unit's module's go line is older than
+// minUserLang.
+func (b *builder) unitOldLang(u *unit) bool {
+	if u.foreign {
+		return langLess(u.lang, minUserLang)
+	}
+	return b.oldLang
 }
 
 func (b *builder) run(ctx context.Context) (*Result, error) {
@@ -184,6 +201,9 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 			continue
 		}
 		if err := b.rewriteUnit(u, alloc); err != nil {
+			if u.foreign {
+				return nil, fmt.Errorf("--instrument: %s: %w", u.pkg.ImportPath, err)
+			}
 			u.pkg.Err = err
 			continue
 		}
@@ -276,13 +296,18 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		BuildFlags: flags,
 		Tests:      true,
 	}
-	deps, err := b.moduleDeps(ctx, patterns, flags)
+	td, err := b.listTestDeps(ctx, patterns, flags, b.cfg.Instrument)
 	if err != nil {
 		return nil, err
 	}
+	deps := td.main
 	pkgs, err := packages.Load(pcfg, append(append([]string(nil), patterns...), deps...)...)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
+	}
+	foreign, err := b.loadForeign(ctx, td.foreign, flags)
+	if err != nil {
+		return nil, err
 	}
 	isDep := map[string]bool{}
 	for _, d := range deps {
@@ -345,34 +370,9 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 			u.pkg.Err = ErrNoTestFiles
 		}
 	}
+	units = append(units, foreign...)
 	sort.Slice(units, func(i, j int) bool { return units[i].pkg.ImportPath < units[j].pkg.ImportPath })
 	return units, nil
-}
-
-// moduleDeps lists the packages of the main module that the test binaries
-// of the packages matched by patterns link but the patterns do not match.
-func (b *builder) moduleDeps(ctx context.Context, patterns, flags []string) ([]string, error) {
-	for _, p := range patterns {
-		if p == "./..." && b.dir == b.modRoot {
-			return nil, nil // every package of the module is matched already
-		}
-	}
-	args := append([]string{"list", "-e", "-deps", "-test",
-		"-f", "{{if .DepOnly}}{{if not .ForTest}}{{with .Module}}{{if .Main}}{{$.ImportPath}}{{end}}{{end}}{{end}}{{end}}"}, flags...)
-	args = append(args, "--")
-	args = append(args, patterns...)
-	out, err := goCmd(ctx, b.dir, b.env, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing the dependencies of %s: %w", strings.Join(patterns, " "), err)
-	}
-	var deps []string
-	for _, line := range strings.Split(out, "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasSuffix(line, ".test") {
-			deps = append(deps, line)
-		}
-	}
-	sort.Strings(deps)
-	return deps, nil
 }
 
 func pkgDir(p *packages.Package) string {
@@ -489,7 +489,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			if !fr.changed {
 				continue
 			}
-			if b.oldLang {
+			if b.unitOldLang(u) {
 				fr.src = withLang(fr.src, minUserLang, nf.name)
 			}
 			// Rewritten files keep their names; the external test package's
@@ -514,7 +514,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 			return err
 		}
 	}
-	if !mainFound {
+	if !mainFound && !u.foreign { // another module's tests are neither built nor run
 		if err := b.addGenerated(u, outDir, testMainFile, "testmain_test.go", testMainSource(u.src.Name)); err != nil {
 			return err
 		}
@@ -525,7 +525,7 @@ func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
 
 func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) error {
 	target := filepath.Join(u.pkg.Dir, name)
-	if b.oldLang {
+	if b.unitOldLang(u) {
 		src = withLang(src, minUserLang, target)
 	}
 	if _, err := os.Stat(target); err == nil {

@@ -136,6 +136,8 @@ func (c *collector) visit(n, parent ast.Node) {
 		c.checkLookup(len(n.Names), n.Values, n) // checks.go
 	case *ast.ReturnStmt:
 		c.loadReturn(n)
+	case *ast.RangeStmt:
+		c.rangeLoad(n) // loads.go
 	case *ast.IncDecStmt:
 		c.mapWrite(n.X)
 	case *ast.SelectorExpr:
@@ -174,6 +176,7 @@ func (c *collector) site(kind string, n ast.Node, expr ast.Expr) uint32 {
 		Col:  pos.Column,
 		Expr: exprString(c.fset, expr),
 		Func: c.funcName(),
+		Type: slotTypeString(kind, typeOf(c.info, expr)),
 	}
 	s.Derefs = derefLines(c.fset, s, c.derefs)
 	return c.alloc.add(s)

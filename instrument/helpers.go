@@ -44,6 +44,12 @@ import (
 
 type _waflToken = _wafl_lcc.Token
 
+// _waflTestsFork and _waflTestsAdopt order package initialization before
+// the tests: the instrumented TestMain forks, each Test function adopts
+// (hook.ForkTests).
+func _waflTestsFork()  { _wafl.ForkTests() }
+func _waflTestsAdopt() { _wafl.AdoptTests() }
+
 // Each hook is an inlined check of the runtime's mode and an out-of-line
 // slow path that makes the ABI call, so that with the hooks off a site
 // costs a load and a branch.
@@ -319,6 +325,7 @@ import (
 )
 
 func TestMain(m *_wafl_testing.M) {
+	_waflTestsFork()
 	code := m.Run()
 	_waflFinish()
 	_wafl_os.Exit(code)

@@ -520,3 +520,59 @@ func (c *collector) loadOf(e ast.Expr, n flowNode) {
 	}
 	c.atomicLoad(e)
 }
+
+// rangeLoad records the load of the ranged slot of for k, v := range X:
+// over a func value (range-over-func calls it: a nil func panics) and
+// over a pointer to an array with a value variable (each element reads
+// through the pointer) it is a use; over a map or a channel it is a load
+// when the key or the value reaches a dereference, like a load into a
+// local. The event is written once, where X is evaluated, not per
+// iteration. A slice is not a slot (its elements are, and ranging reads
+// them without a hook).
+func (c *collector) rangeLoad(n *ast.RangeStmt) {
+	x := ast.Unparen(n.X)
+	if !c.slot(x) || c.ed.has(x, actUse) {
+		return
+	}
+	switch refKind(typeOf(c.info, x)) {
+	case "func":
+		c.use(x)
+	case "pointer":
+		if n.Value != nil && !isBlankIdent(n.Value) {
+			c.use(x)
+		}
+	case "map", "chan":
+		if c.flow == nil {
+			return
+		}
+		var lines []token.Pos
+		reached := false
+		for _, e := range []ast.Expr{n.Key, n.Value} {
+			if e == nil || isBlankIdent(e) {
+				continue
+			}
+			var v *types.Var
+			if id, ok := e.(*ast.Ident); ok && n.Tok == token.DEFINE {
+				v, _ = c.info.Defs[id].(*types.Var)
+			} else {
+				v = c.flow.localVar(e)
+			}
+			if ok, l := c.flow.reaches(v); ok {
+				reached = true
+				lines = append(lines, l...)
+			}
+		}
+		if !reached {
+			return
+		}
+		c.derefs = lines
+		id := c.site("load", x, x)
+		c.derefs = nil
+		c.ed.add(x, action{kind: actUse, site: id})
+	}
+}
+
+func isBlankIdent(e ast.Expr) bool {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	return ok && id.Name == "_"
+}

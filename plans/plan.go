@@ -78,7 +78,8 @@ type Provenance struct {
 	DetectRecorded   int `json:"detect_recorded,omitempty"`
 	DetectCandidates int `json:"detect_candidates,omitempty"`
 	// Forks counts the fork rows of the trace (goroutines the test's
-	// instrumented code started); nil in plans written before it existed.
+	// instrumented code started; the test goroutine's own adoption of
+	// TestMain's fork token is not counted); nil in plans written before it existed.
 	// A plan without candidates whose trace has no fork cannot have lost
 	// a pair to a late goroutine, so detect does not re-learn it.
 	Forks *int64 `json:"forks,omitempty"`

@@ -117,6 +117,8 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 
 func tagsFlag(cmd *cobra.Command, p *pipeline.Packages) {
 	cmd.Flags().StringSliceVar(&p.Tags, "tags", nil, "build tags (as go test -tags)")
+	cmd.Flags().StringSliceVar(&p.Instrument, "instrument", nil,
+		"also instrument the dependency packages (outside the main module) the tests link whose import paths match these patterns, e.g. example.com/lib/...")
 }
 
 // analysisFlags registers the analysis parameters, with the plans defaults.

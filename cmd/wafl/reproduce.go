@@ -56,5 +56,6 @@ bug reproduced, 2 error.`,
 	}
 	cmd.Flags().IntVarP(&o.Runs, "count", "n", pipeline.DefaultReproduceRuns, "runs per bug")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", pipeline.DefaultTimeout, "kill a run after this long")
+	cmd.Flags().StringSliceVar(&o.Instrument, "instrument", nil, "the --instrument patterns the report's detection run used")
 	return cmd
 }

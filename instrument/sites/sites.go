@@ -35,6 +35,13 @@ type Site struct {
 	Col  int    `json:"col"`
 	Expr string `json:"expr"` // the slot expression as source text
 	Func string `json:"func"` // enclosing function, e.g. "(*Server).Close"
+	// Type is the static type of the slot (of the channel, without its
+	// direction, for send and close; of the WaitGroup or atomic, without
+	// a pointer), with full package paths, or empty when a type parameter,
+	// alias or unsafe.Pointer makes it ambiguous. The analyzer drops a
+	// pair of two sites whose types differ: their objects only shared an
+	// address (analyze/slottypes.go).
+	Type string `json:"type,omitempty"`
 	// Derefs are, for a load (kind "load", or an "atomic-load" into a
 	// local), the lines where the loaded value is dereferenced, or handed
 	// to the call or copy that leads there: a crash on one of them is a

@@ -43,6 +43,32 @@ func TestManifests(t *testing.T) {
 	}
 }
 
+// TestRunPattern checks that a manifest selects its test exactly, and that a
+// run key (a subtest) replaces the default pattern.
+func TestRunPattern(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, extra string) *Manifest {
+		t.Helper()
+		body := "project: p/q\nmodule: example.com/q\nversion: v1.0.0\npackage: .\n" +
+			"test: TestX\npanic: send on closed channel\nfix: https://example.com/fix\n" + extra
+		path := filepath.Join(dir, name+".field")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ParseManifest(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if got := write("plain", "").RunPattern(); got != "^TestX$" {
+		t.Errorf("default pattern = %q, want ^TestX$", got)
+	}
+	if got := write("sub", "run: ^Test$/^X$\n").RunPattern(); got != "^Test$/^X$" {
+		t.Errorf("run key pattern = %q, want ^Test$/^X$", got)
+	}
+}
+
 func TestCheckTestOnly(t *testing.T) {
 	ok := []byte("--- a/x_test.go\n+++ b/x_test.go\n@@ -1 +1 @@\n")
 	if err := CheckTestOnly(ok); err != nil {

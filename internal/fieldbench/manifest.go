@@ -12,6 +12,7 @@
 //	version:   v2.1.4                  (the last version before the fix)
 //	package:   ./internal/dispatcher   (relative to the module root)
 //	test:      TestDispatcherWriteAfterCloseConcurrent
+//	run:       ^Test$/^StreamWorkers_RPCsAndStop$ (optional -run pattern, for a subtest; default ^TEST$)
 //	patch:     ponddispatch.patch      (optional; test files only, -p1, beside the manifest)
 //	panic:     send on closed channel  (the panic the bug produces)
 //	issue:     https://...             (upstream issue or PR)
@@ -46,6 +47,7 @@ type Manifest struct {
 	Version   string
 	Package   string
 	Test      string
+	Run       string // -run pattern when the test is a subtest (default ^TEST$)
 	Patch     string
 	Panic     string
 	Issue     string
@@ -61,8 +63,15 @@ type Manifest struct {
 // ModVersion is MODULE@VERSION.
 func (m *Manifest) ModVersion() string { return m.Module + "@" + m.Version }
 
-// RunPattern is the -run pattern selecting exactly the manifest's test.
-func (m *Manifest) RunPattern() string { return "^" + m.Test + "$" }
+// RunPattern is the -run pattern selecting exactly the manifest's test: the
+// manifest's run pattern when it has one (a subtest, such as grpc-go's
+// Test/Method suites), else ^TEST$.
+func (m *Manifest) RunPattern() string {
+	if m.Run != "" {
+		return m.Run
+	}
+	return "^" + m.Test + "$"
+}
 
 // NotExposable reports whether the manifest says the bug cannot be exposed
 // by delays alone, and why.
@@ -88,7 +97,7 @@ func ParseManifest(path string) (*Manifest, error) {
 	}
 	fields := map[string]*string{
 		"project": &m.Project, "module": &m.Module, "version": &m.Version,
-		"package": &m.Package, "test": &m.Test, "patch": &m.Patch, "panic": &m.Panic,
+		"package": &m.Package, "test": &m.Test, "run": &m.Run, "patch": &m.Patch, "panic": &m.Panic,
 		"issue": &m.Issue, "fix": &m.Fix, "fixed-in": &m.FixedIn, "test-from": &m.TestFrom,
 		"summary": &m.Summary, "exposable": &m.Exposable, "diagnosis": &m.Diagnosis,
 	}

@@ -138,18 +138,29 @@ func listTests(ctx context.Context, binary, dir, run, skip string) ([]string, er
 			return nil, fmt.Errorf("--skip: %w", err)
 		}
 	}
+	return parseTestList(out, skipRE), nil
+}
+
+// parseTestList returns the test names of a -test.list output, without
+// those skipRE matches, each once: a package's internal and external test
+// packages may both declare a test of one name (grpc-go's func Test), and
+// one -test.run ^Name$ runs both, so they are one test for wafl (two jobs
+// would write the same trace file at once).
+func parseTestList(out []byte, skipRE *regexp.Regexp) []string {
 	var tests []string
+	seen := make(map[string]bool)
 	for _, line := range strings.Split(string(out), "\n") {
 		name := strings.TrimSpace(line)
-		if !strings.HasPrefix(name, "Test") || strings.ContainsAny(name, " \t") {
+		if !strings.HasPrefix(name, "Test") || strings.ContainsAny(name, " \t") || seen[name] {
 			continue
 		}
 		if skipRE != nil && skipRE.MatchString(name) {
 			continue
 		}
+		seen[name] = true
 		tests = append(tests, name)
 	}
-	return tests, nil
+	return tests
 }
 
 // tail returns the last n lines of s.

@@ -37,6 +37,10 @@ type Common struct {
 type Packages struct {
 	Patterns []string // package patterns, as go test takes them (default ./...)
 	Tags     []string // build tags
+	// Instrument are import path patterns of dependency packages outside
+	// the main module to instrument too (--instrument; default none: the
+	// main module's packages only).
+	Instrument []string
 }
 
 // Tests select the tests of the built packages and say how each runs: go

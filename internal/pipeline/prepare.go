@@ -151,6 +151,7 @@ func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j 
 		NoForkOrder: params.NoForkOrder,
 		Tool:        "wafl",
 		BinaryHash:  j.pkg.hash,
+		SlotTypes:   slotTypes(j.pkg.Sites),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -161,7 +162,10 @@ func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j 
 	plan.Provenance.Sites = j.pkg.Sites
 	plan.Provenance.BinaryHash = j.pkg.hash
 	if stats != nil {
-		forks := stats.Forks
+		// One fork row of every trace is the test goroutine adopting
+		// TestMain's token (hook.AdoptTests: package init ordered before
+		// the test), not a goroutine the test started.
+		forks := max(stats.Forks-1, 0)
 		plan.Provenance.Forks = &forks
 	}
 	return plan, stats, nil

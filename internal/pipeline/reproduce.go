@@ -22,6 +22,9 @@ type ReproduceOptions struct {
 	Common
 	Runs    int           // runs per bug (default 10)
 	Timeout time.Duration // per run (default DefaultTimeout)
+	// Instrument are the --instrument patterns the report's detection
+	// used: the rebuilt binary must instrument the same dependencies.
+	Instrument []string
 }
 
 // DefaultReproduceRuns is how often Reproduce repeats a bug's run.
@@ -89,7 +92,7 @@ func Reproduce(ctx context.Context, o ReproduceOptions, file string) (*Reproduce
 		if pb == nil {
 			fmt.Fprintf(o.Stderr, "building %s (instrumented) ...\n", b.Package)
 			sum := new(Summary)
-			pk := &Packages{Patterns: []string{b.Package}}
+			pk := &Packages{Patterns: []string{b.Package}, Instrument: o.Instrument}
 			built, err := build(ctx, &o.Common, pk, nil, ws, sum)
 			if err != nil {
 				return nil, err

@@ -199,11 +199,12 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 		}
 		var err error
 		res, err = instrument.Build(ctx, instrument.Config{
-			Dir:      ws.dir,
-			WorkDir:  ws.work,
-			Patterns: pk.Patterns,
-			Tags:     pk.Tags,
-			Log:      log,
+			Dir:        ws.dir,
+			WorkDir:    ws.work,
+			Patterns:   pk.Patterns,
+			Tags:       pk.Tags,
+			Instrument: pk.Instrument,
+			Log:        log,
 		})
 		return err
 	})

@@ -46,6 +46,9 @@ func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bo
 	if isTest && wrapTestMain(df) {
 		res.changed = true
 	}
+	if isTest && markTests(fset, info, dec, file, df) { // testmarks.go
+		res.changed = true
+	}
 	if !res.changed {
 		return res, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
+	"github.com/memorder/wafl/record/split"
 	"github.com/memorder/wafl/record/trace"
 )
 
@@ -24,7 +25,16 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 		packages: &o.Packages,
 		tests:    &o.Tests,
 		phase:    "prepare",
+		before: func(ctx context.Context, s *session, jobs []job) {
+			if !o.PerTest {
+				s.pkgRuns = runPackages(ctx, s, &o, jobs) // pkgprep.go
+			}
+		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
+			if pr := s.pkgRuns[j.pkg.ImportPath]; pr != nil && pr.kept[j.test] {
+				note, err := preparedInPackage(ctx, s, &o, j, pr)
+				return 0, note, err
+			}
 			note, err := prepareTest(ctx, s, &o, j)
 			return 0, note, err
 		},
@@ -91,6 +101,22 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "fails without delays", err: err}
 	}
+	if _, err := os.Stat(raw); err == nil {
+		// The test boundary marks are for package runs: drop them.
+		if err := split.Strip(raw, raw+".test"); err != nil {
+			return "", fmt.Errorf("%s: %w", raw, err)
+		}
+		if err := os.Rename(raw+".test", raw); err != nil {
+			return "", err
+		}
+	}
+	return analyzePrepared(ctx, s, o, j, raw, load, res.Duration, "")
+}
+
+// analyzePrepared analyzes the trace of a test's passing preparation run
+// (alone, or split out of its package's run) into its plan. It returns
+// the test's one-line account; more is added to it.
+func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, raw string, load float64, d time.Duration, more string) (string, error) {
 	forgetFailure(s.ws, j)
 	params := o.Params
 	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
@@ -107,9 +133,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 			s.WithCandidates++
 		}
 	})
-	return fmt.Sprintf("%s, %s at %s (%s)", plural(int(stats.Events), "event", "events"),
+	return fmt.Sprintf("%s, %s at %s (%s%s)", plural(int(stats.Events), "event", "events"),
 		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
-		res.Duration.Round(time.Millisecond)), nil
+		d.Round(time.Millisecond), more), nil
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.

@@ -364,7 +364,8 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 }
 
 // Strip copies the spill file raw to out without its test boundary
-// marks: the trace of a test that ran alone.
+// marks: the trace of a test that ran alone. A file cut inside a batch
+// gives a copy cut there too (abi.ErrTruncated for its reader).
 func Strip(raw, out string) error {
 	w, err := newWriter(out)
 	if err != nil {
@@ -384,6 +385,10 @@ func Strip(raw, out string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if werr == nil && st.Truncated {
+		// Keep the cut for the reader: half a batch header.
+		werr = w.appendBytes([]byte{0, 0, 0, 0})
 	}
 	return werr
 }
@@ -433,3 +438,15 @@ func (w *writer) flush() error {
 }
 
 func (w *writer) close() error { return w.flush() }
+
+func (w *writer) appendBytes(b []byte) error {
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,6 +1,7 @@
 package split
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -254,4 +255,24 @@ func TestStrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameSites(t, "stripped", got, 1, 2, 0, 3)
+}
+
+// TestStripKeepsTheCut: a crashed run's cut survives the strip.
+func TestStripKeepsTheCut(t *testing.T) {
+	raw := writeRaw(t, []abi.RawEvent{ev(1, 1, 1), ev(2, 1, 2)})
+	data, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(raw, append(data, 1, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.raw")
+	if err := Strip(raw, out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := abi.ReadRawFile(out)
+	if !errors.Is(err, abi.ErrTruncated) || len(got) != 2 {
+		t.Errorf("got %d events, err %v; want 2 and a truncation", len(got), err)
+	}
 }

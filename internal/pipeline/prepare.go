@@ -101,15 +101,6 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "fails without delays", err: err}
 	}
-	if _, err := os.Stat(raw); err == nil {
-		// The test boundary marks are for package runs: drop them.
-		if err := split.Strip(raw, raw+".test"); err != nil {
-			return "", fmt.Errorf("%s: %w", raw, err)
-		}
-		if err := os.Rename(raw+".test", raw); err != nil {
-			return "", err
-		}
-	}
 	return analyzePrepared(ctx, s, o, j, raw, load, res.Duration, "")
 }
 
@@ -145,6 +136,11 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
+	}
+	// The test boundary marks are for package runs (record/split): a run
+	// of one test drops them.
+	if err := split.StripInPlace(raw); err != nil {
+		return nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
 	}
 	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, abi.ErrTruncated) {
 		return nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)

@@ -393,6 +393,25 @@ func Strip(raw, out string) error {
 	return werr
 }
 
+// StripInPlace drops the test boundary marks of the spill file raw, if
+// it has any (a file Split wrote has none and is left alone).
+func StripInPlace(raw string) error {
+	marks := false
+	st := &Stats{}
+	if err := scan(raw, st, func(e *abi.RawEvent) { marks = marks || e.Op.Mark() }); err != nil {
+		return err
+	}
+	if !marks {
+		return nil
+	}
+	tmp := raw + ".strip"
+	if err := Strip(raw, tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, raw)
+}
+
 // writer appends events to one output spill file. It keeps the file
 // closed between flushes, so that a package with many tests does not hold
 // a descriptor per test.

@@ -276,3 +276,23 @@ func TestStripKeepsTheCut(t *testing.T) {
 		t.Errorf("got %d events, err %v; want 2 and a truncation", len(got), err)
 	}
 }
+
+// TestStripInPlace leaves a file without marks untouched.
+func TestStripInPlace(t *testing.T) {
+	raw := writeRaw(t, []abi.RawEvent{ev(1, 1, 1), mark(abi.OpTestBegin, 2, 1, "TestA", false), ev(3, 1, 2)})
+	if err := StripInPlace(raw); err != nil {
+		t.Fatal(err)
+	}
+	got, err := abi.ReadRawFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSites(t, "stripped", got, 1, 2)
+	st, _ := os.Stat(raw)
+	if err := StripInPlace(raw); err != nil {
+		t.Fatal(err)
+	}
+	if st2, _ := os.Stat(raw); !st2.ModTime().Equal(st.ModTime()) {
+		t.Error("a file without marks was rewritten")
+	}
+}

@@ -54,11 +54,11 @@ func markTests(fset *token.FileSet, info *types.Info, dec *decorator.Decorator, 
 
 // isTestingT reports whether t is *testing.T.
 func isTestingT(t types.Type) bool {
-	p, ok := t.(*types.Pointer)
+	p, ok := types.Unalias(t).(*types.Pointer)
 	if !ok {
 		return false
 	}
-	n, ok := p.Elem().(*types.Named)
+	n, ok := types.Unalias(p.Elem()).(*types.Named)
 	if !ok {
 		return false
 	}

@@ -183,9 +183,10 @@ func AddFork(e lcc.Edge) {
 
 // Mark records a test boundary mark of the calling goroutine
 // (abi.OpTestBegin or abi.OpTestEnd) for the test with id; site is the
-// mark's argument (1: the test failed). An end mark is flushed at once,
-// with every buffered event: when a run crashes later, a test whose end
-// mark is in the spill file has all its events up to its end there too.
+// mark's argument (1: the test failed). A mark is flushed at once, with
+// every buffered event: when a run crashes later, a test whose end mark
+// is in the spill file has all its events up to its end there too, and
+// the test that was running has its begin mark there.
 // Called once per test, not on the events' path: it may lock and write.
 func Mark(op abi.Op, id uint64, site uint32) {
 	r := active.Load()
@@ -194,9 +195,6 @@ func Mark(op abi.Op, id uint64, site uint32) {
 	}
 	g, c := lcc.Current()
 	r.add(g, nanotime(), g, id, c, site, op)
-	if op != abi.OpTestEnd {
-		return
-	}
 	r.sealAll()
 	r.wmu.Lock()
 	r.drainLocked(false)

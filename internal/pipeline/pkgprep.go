@@ -115,10 +115,13 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 	// runs again alone, and so does every test when no test owns it.
 	crashed, all := "", false
 	if res.ExitCode != 0 && !res.TimedOut {
-		if g, ok := crashGoroutine(res.Output); ok {
-			if crashed = st.Owner(g); crashed == "" {
-				all = true
+		if g, creator, ok := crashGoroutine(res.Output); ok {
+			// The crashing goroutine's fork row may not have reached the
+			// file; the traceback names the goroutine that created it.
+			if crashed = st.Owner(g); crashed == "" && creator != 0 {
+				crashed = st.Owner(creator)
 			}
+			all = crashed == ""
 		}
 	}
 	for _, t := range tests {
@@ -146,21 +149,31 @@ func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job
 
 // crashRE finds the goroutine a Go crash (an unrecovered panic, a fatal
 // error) happened on: the first goroutine header after "panic:" or
-// "fatal error:".
-var crashRE = regexp.MustCompile(`(?m)^(?:panic|fatal error): [\s\S]*?^goroutine (\d+) \[`)
+// "fatal error:", and its stack up to the next blank line.
+var crashRE = regexp.MustCompile(`(?m)^(?:panic|fatal error): [\s\S]*?^goroutine (\d+) \[[^\n]*\n((?:.+\n)*)`)
 
-// crashGoroutine returns the goroutine of the crash in the run's output.
-func crashGoroutine(output string) (uint64, bool) {
+// createdRE finds the goroutine that created the one whose stack it reads.
+var createdRE = regexp.MustCompile(`(?m)^created by .* in goroutine (\d+)$`)
+
+// crashGoroutine returns the goroutine of the crash in the run's output
+// and the goroutine that created it (0: not said).
+func crashGoroutine(output string) (g, creator uint64, ok bool) {
 	data, err := os.ReadFile(output)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	m := crashRE.FindSubmatch(data)
 	if m == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	g, err := strconv.ParseUint(string(m[1]), 10, 64)
-	return g, err == nil
+	g, err = strconv.ParseUint(string(m[1]), 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if c := createdRE.FindSubmatch(m[2]); c != nil {
+		creator, _ = strconv.ParseUint(string(c[1]), 10, 64)
+	}
+	return g, creator, true
 }
 
 // logSplit appends what the split did to the package run's log.

@@ -26,7 +26,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 		tests:    &o.Tests,
 		phase:    "prepare",
 		before: func(ctx context.Context, s *session, jobs []job) {
-			if !o.PerTest {
+			if !o.PerTest && !o.Basic { // basic mode makes no recording run
 				s.pkgRuns = runPackages(ctx, s, &o, jobs) // pkgprep.go
 			}
 		},
@@ -68,6 +68,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		return "", err
 	}
 	os.Remove(raw)
+	if o.Basic {
+		return basicPlan(s, o, j)
+	}
 	sub, skip := o.subtestArgs()
 	load := loadFactor()
 	res, err := testRun{

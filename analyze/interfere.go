@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
@@ -292,48 +293,61 @@ func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
 }
 
 // windows gathers the windows of every pair per goroutine, merged per ℓ1,
-// and indexes them.
+// and indexes them (the goroutines' indexes built on two workers when
+// there are two CPUs).
 func (a *analysis) windows(locs []plans.Location) *windows {
 	sites := newSiteSet(locs)
-	perG := make(map[uint64][]labeled)
-	byKey := make(map[ivKey][]interval)
+	wins := a.wins
+	if wins == nil {
+		wins = newWinTable()
+	}
+	a.wins = nil
+	// Pairers without a table (check-then-act) left their windows in the
+	// aggregates.
 	for k, p := range a.pairs {
 		for i := range p.ivs {
 			w := &p.ivs[i]
-			ik := ivKey{k.first, w.g}
-			byKey[ik] = append(append(byKey[ik], w.l.done...), w.l.cur)
+			for _, iv := range w.l.done {
+				wins.add(k.first, w.g, iv)
+			}
+			wins.add(k.first, w.g, w.l.cur)
 		}
 		p.ivs = nil
 	}
-	for k, all := range byKey {
+	perG := make(map[uint64][]labeled)
+	var gs []uint64
+	wins.each(func(k ivKey, ivs []interval) {
 		label := sites.index(k.first)
-		slices.SortFunc(all, func(x, y interval) int {
-			switch {
-			case x.lo < y.lo:
-				return -1
-			case x.lo > y.lo:
-				return 1
-			}
-			return 0
-		})
-		cur := all[0]
-		emit := func(iv interval) {
-			perG[k.g] = append(perG[k.g], labeled{iv.lo, iv.hi, label})
+		if perG[k.g] == nil {
+			gs = append(gs, k.g)
 		}
-		for _, iv := range all[1:] {
-			if iv.lo <= cur.hi {
-				cur.hi = max(cur.hi, iv.hi)
-				continue
-			}
-			emit(cur)
-			cur = iv
+		ws := perG[k.g]
+		for _, iv := range ivs {
+			ws = append(ws, labeled{iv.lo, iv.hi, label})
 		}
-		emit(cur)
+		perG[k.g] = ws
+	})
+	xs := make([]*winIndex, len(gs))
+	workers := min(runtime.GOMAXPROCS(0), 2, len(gs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(gs) {
+					return
+				}
+				xs[i] = buildWinIndex(perG[gs[i]], 2*a.delta)
+			}
+		}()
 	}
-	byKey = nil
-	idx := make(map[uint64]*winIndex, len(perG))
-	for g, ws := range perG {
-		idx[g] = buildWinIndex(ws, 2*a.delta)
+	wg.Wait()
+	idx := make(map[uint64]*winIndex, len(gs))
+	for i, g := range gs {
+		idx[g] = xs[i]
 	}
 	return &windows{idx: idx, sites: sites, m: newMarks(len(locs)), nloc: len(locs), gcache: make([]gSlot, 1<<12)}
 }

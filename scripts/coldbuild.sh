@@ -160,7 +160,7 @@ def actions(tracedir):
     return sums
 
 def kinds(sums, mod):
-    out = {"std": 0.0, "module": 0.0, "deps": 0.0, "wafl runtime": 0.0, "link": 0.0, "other": 0.0}
+    out = {"std": 0.0, "module": 0.0, "deps": 0.0, "wafl runtime": 0.0, "link": 0.0, "other": 0.0, "nmodule": 0}
     for (verb, pkg), d in sums.items():
         p = pkg.split(" ")[0]
         if verb == "link":
@@ -171,13 +171,14 @@ def kinds(sums, mod):
             out["wafl runtime"] += d
         elif p == mod or p.startswith(mod + "/"):
             out["module"] += d
+            out["nmodule"] += 1
         elif "." not in p.split("/")[0]:
             out["std"] += d
         else:
             out["deps"] += d
     return out
 
-print("| module | build | wall s | CPU s | ratio CPU | compile std | compile module | compile deps | compile wafl runtime | link | exit |")
+print("| module | build | wall s | CPU s | ratio CPU | compile std | compile module (actions) | compile deps | compile wafl runtime | link | exit |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for n, (mv, mod) in enumerate(mods, 1):
     rounds = sorted({k.rsplit("-", 1)[1] for k in times if k.startswith("gotest-%d-" % n)})
@@ -189,9 +190,9 @@ for n, (mv, mod) in enumerate(mods, 1):
         ks = [kinds(actions(os.path.join(work, "trace-%s-%d-%s" % (kind, n, r))), mod) for r in rounds]
         med = lambda f: statistics.median(k[f] for k in ks)
         rng = lambda v: "%.1f" % statistics.median(v) + (" (%.1f–%.1f)" % (min(v), max(v)) if len(v) > 1 else "")
-        print("| %s | %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %s |" % (
+        print("| %s | %s | %s | %s | %.2f | %.1f | %.1f (%d) | %.1f | %.1f | %.1f | %s |" % (
             mv, label, rng(walls), rng(cpus), statistics.median(cpus) / ref,
-            med("std"), med("module"), med("deps"), med("wafl runtime"), med("link"), exits))
+            med("std"), med("module"), med("nmodule"), med("deps"), med("wafl runtime"), med("link"), exits))
 for f in sorted(os.listdir(work)):
     if f.startswith("phases-"):
         for line in open(os.path.join(work, f)):

@@ -240,6 +240,24 @@ func (m *marks) or(o *marks) {
 func (m *marks) entries() [][]int32 {
 	out := make([][]int32, m.n)
 	if m.rows != nil {
+		// Count first, so that every list is allocated once, in one slab.
+		count := make([]int32, m.n)
+		total := 0
+		for _, row := range m.rows {
+			for w, word := range row {
+				for ; word != 0; word &= word - 1 {
+					count[w*64+bits.TrailingZeros64(word)]++
+					total++
+				}
+			}
+		}
+		slab := make([]int32, 0, total)
+		for l1, c := range count {
+			if c > 0 {
+				out[l1] = slab[len(slab) : len(slab) : len(slab)+int(c)]
+				slab = slab[:len(slab)+int(c)]
+			}
+		}
 		for ls, row := range m.rows {
 			for w, word := range row {
 				for ; word != 0; word &= word - 1 {
@@ -285,6 +303,9 @@ func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
 	}
 	for l1, lss := range w.m.entries() {
 		l := &plan.Locations[l1]
+		if len(lss) > 0 {
+			l.Interference = make([]uint32, 0, len(lss))
+		}
 		for _, ls := range lss {
 			l.Interference = append(l.Interference, plan.Locations[ls].Site)
 		}

@@ -742,3 +742,23 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 		}
 	}
 }
+
+func TestRunSlackAddedToLearnedDelay(t *testing.T) {
+	p := testPlan(location(3, 10*ms, 1, 5), location(4, 99*ms, 1, 6), location(7, 150*ms, 1, 8))
+	p.Params.SlackNs = 2 * ms
+	p.Params.MaxDelayNs = 100 * ms
+	e := newTestEngine(t, p, nil)
+	for site, want := range map[uint32]int64{
+		3: 12 * ms,  // learned length plus the slack
+		4: 100 * ms, // clamped to the bound
+		7: 150 * ms, // already past the bound: kept, no slack
+	} {
+		if got := e.table[site].delayNs; got != want {
+			t.Errorf("site %d: delay %d, want %d", site, got, want)
+		}
+	}
+	fixed := newTestEngine(t, testPlan(location(3, 10*ms, 1, 5)), func(c *config) { c.ablate.fixedDelay = true })
+	if got := fixed.table[3].delayNs; got != FixedDelayNs {
+		t.Errorf("fixed-delay ablation: delay %d, want %d", got, FixedDelayNs)
+	}
+}

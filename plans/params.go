@@ -17,6 +17,7 @@ const (
 	DefaultMaxDelayPerGoroutineNs = int64(1e9)   // 1 s
 	DefaultMaxDelayPerRunNs       = int64(5e9)   // 5 s
 	DefaultGraceNs                = int64(250e6) // 250 ms
+	DefaultSlackNs                = int64(2e6)   // 2 ms per unit of load factor
 )
 
 // DefaultParams returns the default parameters.
@@ -72,6 +73,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("max_delay_per_run_ns must be ≥ 0, got %d", p.MaxDelayPerRunNs)
 	case p.GraceNs < 0:
 		return fmt.Errorf("grace_ns must be ≥ 0, got %d", p.GraceNs)
+	case p.SlackNs < 0:
+		return fmt.Errorf("slack_ns must be ≥ 0, got %d", p.SlackNs)
 	}
 	return nil
 }
@@ -127,6 +130,18 @@ func (o Overrides) NewParams() Params {
 
 // MaxLoadFactor bounds the load scaling of δ and the maximum delay.
 const MaxLoadFactor = 4.0
+
+// RunSlack is the slack a detection run adds to every learned delay
+// (Params.SlackNs) when the machine's load factor is load at the start of
+// the run: DefaultSlackNs per unit of load factor (at least 1, at most
+// MaxLoadFactor), or DefaultSlackNs when noScale is set.
+func RunSlack(load float64, noScale bool) int64 {
+	f := min(max(load, 1), MaxLoadFactor)
+	if noScale || math.IsNaN(f) {
+		f = 1
+	}
+	return int64(float64(DefaultSlackNs) * f)
+}
 
 // ApplyDetection sets the detection-run parameters o sets (decay and the
 // caps) in p, the parameters of an existing plan. The analysis

@@ -42,6 +42,11 @@ type Params struct {
 	// LoadFactor is the factor NearMissNs and MaxDelayNs were scaled by
 	// for a loaded preparation run (Overrides.LoadFactor); absent: 1.
 	LoadFactor float64 `json:"load_factor,omitempty"`
+	// SlackNs is added to Alpha × gap in every delay (default 2 ms, scaled
+	// by LoadFactor): a partner goroutine that loses the CPU for one
+	// scheduler slice arrives that much later than in the preparation run,
+	// whatever its gap. Absent (plans written before it existed): 0.
+	SlackNs int64 `json:"slack_ns,omitempty"`
 }
 
 // Provenance says where a plan came from.

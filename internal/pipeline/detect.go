@@ -234,7 +234,11 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	if err := os.MkdirAll(filepath.Dir(r.base), 0o755); err != nil {
 		return nil, err
 	}
-	if err := plans.Save(runPlan, plan); err != nil {
+	// The copy also carries this run's scheduling slack, from the load
+	// right now (plans.RunSlack): the live plan keeps the learned lengths.
+	rp := *plan
+	rp.Params.SlackNs = plans.RunSlack(loadFactor(), o.Params.NoLoadScale)
+	if err := plans.Save(runPlan, &rp); err != nil {
 		return nil, err
 	}
 	env := []string{

@@ -52,6 +52,11 @@ type pairAgg struct {
 	// goroutines, so a slice with a hint beats a map.
 	ivs  []gWindows
 	hint int
+	// the pairer's winTable id+1 of (first, winG), the goroutine of the
+	// pair's latest window (0: none): a dispose pairs with many uses in
+	// a row, all with the disposing goroutine's window
+	winID int32
+	winG  uint64
 }
 
 type gWindows struct {
@@ -216,7 +221,11 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 		lo = math.MinInt64
 	}
 	if p.wins != nil {
-		p.wins.add(k.first, g2, interval{lo, t2})
+		if agg.winID != 0 && agg.winG == g2 {
+			p.wins.addID(agg.winID-1, interval{lo, t2})
+		} else {
+			agg.winID, agg.winG = p.wins.add(k.first, g2, interval{lo, t2})+1, g2
+		}
 		return
 	}
 	agg.window(g2, interval{lo, t2})

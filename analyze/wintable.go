@@ -49,8 +49,9 @@ func winHash(first uint32, g uint64) uint64 {
 	return mix(g ^ uint64(first)*0x9E3779B97F4A7C15)
 }
 
-// add adds the window iv of goroutine g under ℓ1 = first.
-func (w *winTable) add(first uint32, g uint64, iv interval) {
+// add adds the window iv of goroutine g under ℓ1 = first and returns the
+// key's id, with which addID adds further windows of the same key.
+func (w *winTable) add(first uint32, g uint64, iv interval) int32 {
 	h := winHash(first, g) & w.mask
 	for {
 		s := &w.slots[h]
@@ -58,15 +59,8 @@ func (w *winTable) add(first uint32, g uint64, iv interval) {
 			break
 		}
 		if s.g == g && s.first == first {
-			c := &w.cur[s.id-1]
-			if iv.lo <= c.hi && iv.hi >= c.lo {
-				c.lo = min(c.lo, iv.lo)
-				c.hi = max(c.hi, iv.hi)
-				return
-			}
-			w.retire(s.id-1, *c)
-			*c = iv
-			return
+			w.addID(s.id-1, iv)
+			return s.id - 1
 		}
 		h = (h + 1) & w.mask
 	}
@@ -77,6 +71,19 @@ func (w *winTable) add(first uint32, g uint64, iv interval) {
 	if 2*len(w.keys) > len(w.slots) {
 		w.grow()
 	}
+	return id - 1
+}
+
+// addID adds the window iv to the key of the given id.
+func (w *winTable) addID(id int32, iv interval) {
+	c := &w.cur[id]
+	if iv.lo <= c.hi && iv.hi >= c.lo {
+		c.lo = min(c.lo, iv.lo)
+		c.hi = max(c.hi, iv.hi)
+		return
+	}
+	w.retire(id, *c)
+	*c = iv
 }
 
 func (w *winTable) retire(id int32, iv interval) {

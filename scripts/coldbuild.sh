@@ -6,7 +6,10 @@
 # copied out of the module cache into a scratch directory), each round
 # times, one after the other:
 #
-#   go test -c -o BIN/ ./...              (the reference)
+#   go test -c -vet=off -o BIN/ ./...     (the reference; wafl builds
+#                                          with -vet=off too: go test -c
+#                                          otherwise runs vet on every
+#                                          dependency for its facts)
 #   wafl -v instrument --dir WORK ./...   (load, rewrite, runtime, build)
 #
 # each with a build cache of its own: with STD=warm (default) a copy of a
@@ -105,7 +108,7 @@ for mv in "${modules[@]}"; do
 			echo "$mv: some standard library packages of the seed did not build; the builds compile them" >&2
 	fi
 	for r in $(seq "$ROUNDS"); do
-		timed "gotest-$i-$r" "$work/cache" "$work/trace-gotest-$i-$r" "$dir" go test -c -o "$work/bin-$i-$r/" ./...
+		timed "gotest-$i-$r" "$work/cache" "$work/trace-gotest-$i-$r" "$dir" go test -c -vet=off -o "$work/bin-$i-$r/" ./...
 		timed "wafl-$i-$r" "$work/cache" "$work/trace-wafl-$i-$r" "$dir" "$WAFL" -v instrument --dir "$work/w-$i-$r" ./...
 		grep -h '^wafl: load ' "$work/log.wafl-$i-$r" | sed "s/^/  /" >&2 || true
 		cp "$work/log.wafl-$i-$r" "$work/phases-$i-$r" 2>/dev/null || true
@@ -182,7 +185,7 @@ print("| module | build | wall s | CPU s | ratio CPU | compile std | compile mod
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for n, (mv, mod) in enumerate(mods, 1):
     rounds = sorted({k.rsplit("-", 1)[1] for k in times if k.startswith("gotest-%d-" % n)})
-    for kind, label in (("gotest", "`go test -c`"), ("wafl", "`wafl instrument`")):
+    for kind, label in (("gotest", "`go test -c -vet=off`"), ("wafl", "`wafl instrument`")):
         walls = [times["%s-%d-%s" % (kind, n, r)][0] for r in rounds]
         cpus = [times["%s-%d-%s" % (kind, n, r)][1] for r in rounds]
         ref = statistics.median(times["gotest-%d-%s" % (n, r)][1] for r in rounds)

@@ -24,7 +24,11 @@ const (
 	// EvLate: a partner access came right after a delay at ℓ1 ended (the
 	// delay was too short, or the partner waited for it): ApplyRun grows
 	// ℓ1's delay; happens-before inference prunes only a grown delay.
-	EvLate   = "late"
+	EvLate = "late"
+	// EvTrap: a basic-mode run (WAFL_ABLATE=basic) found a candidate
+	// pair online and added it to its trap set; the wafl process adds it
+	// to the plan.
+	EvTrap   = "trap"
 	EvLoc    = "loc"    // final state of one location, written by Finish
 	EvFinish = "finish" // last line: totals, written by Finish
 )
@@ -75,6 +79,7 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvReorder, Keys: []string{"first", "second", "id", "g", "delay_g", "obj"}},
 	{Ev: EvPanic, Keys: []string{"site", "g", "obj", "kind"}},
 	{Ev: EvLate, Keys: []string{"first", "second", "id", "g", "need_ns", "delay_ns"}},
+	{Ev: EvTrap, Keys: []string{"first", "second", "kind", "obj", "gap", "g", "delay_ns"}},
 	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
 	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns"}},
 }

@@ -21,11 +21,14 @@ func Check(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func checkEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m == uint32(ModeDetect) {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, obj)
-		return
+	case uint32(ModeBasic):
+		inject.Access(site, obj, abi.OpCheck) // not a near-miss access; no check-then-act pairs online
+	default:
+		record.Add(site, obj, abi.OpCheck)
 	}
-	record.Add(site, obj, abi.OpCheck)
 }
 
 // Close is called before close(ch): Dispose's event, and in detection
@@ -39,12 +42,16 @@ func Close(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func closeEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m == uint32(ModeDetect) {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, obj)
 		inject.Closing(site, obj)
-		return
+	case uint32(ModeBasic):
+		inject.Access(site, obj, abi.OpDispose)
+		inject.Closing(site, obj)
+	default:
+		record.Add(site, obj, abi.OpDispose)
 	}
-	record.Add(site, obj, abi.OpDispose)
 }
 
 // Send is called before a send on ch: Use's event, and in detection runs,
@@ -58,10 +65,14 @@ func Send(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func sendEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	if m == uint32(ModeDetect) {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, obj)
 		inject.Sending(site, obj)
-		return
+	case uint32(ModeBasic):
+		inject.Access(site, obj, abi.OpUse)
+		inject.Sending(site, obj)
+	default:
+		record.Add(site, obj, abi.OpUse)
 	}
-	record.Add(site, obj, abi.OpUse)
 }

@@ -20,6 +20,10 @@ const (
 	ModeOff    Mode = 0 // hooks return at once (WAFL_MODE unset)
 	ModeRecord Mode = 1 // events go to the recorder (WAFL_MODE=record)
 	ModeDetect Mode = 2 // hooks call inject.At (WAFL_MODE=detect)
+	// ModeBasic: a detection run in basic mode (WAFL_ABLATE=basic): hooks
+	// call inject.Access with the event's op, for online near-miss
+	// detection.
+	ModeBasic Mode = 3
 )
 
 func (m Mode) String() string {
@@ -30,6 +34,8 @@ func (m Mode) String() string {
 		return "record"
 	case ModeDetect:
 		return "detect"
+	case ModeBasic:
+		return "basic"
 	}
 	return fmt.Sprintf("Mode(%d)", uint32(m))
 }
@@ -70,6 +76,10 @@ func setupDetect() error {
 	lcc.Enable()
 	if err := inject.Setup(); err != nil {
 		return err
+	}
+	if inject.Basic() {
+		mode.Store(uint32(ModeBasic))
+		return nil
 	}
 	mode.Store(uint32(ModeDetect))
 	return nil
@@ -139,11 +149,14 @@ func Use(site uint32, slot unsafe.Pointer) {
 //
 //go:noinline
 func event(m uint32, site uint32, slot unsafe.Pointer, op abi.Op) {
-	if m == uint32(ModeDetect) {
+	switch m {
+	case uint32(ModeDetect):
 		inject.At(site, slot)
-		return
+	case uint32(ModeBasic):
+		inject.Access(site, slot, op)
+	default:
+		record.Add(site, slot, op)
 	}
-	record.Add(site, slot, op)
 }
 
 // Fork is the parent side of an instrumented go statement; see lcc.Fork.
@@ -158,9 +171,16 @@ func Adopt(t lcc.Token) {
 }
 
 func adopt(t lcc.Token) {
-	if e, ok := lcc.Adopt(t); ok && mode.Load() == uint32(ModeRecord) {
+	e, ok := lcc.Adopt(t)
+	if !ok {
+		return
+	}
+	switch mode.Load() {
+	case uint32(ModeRecord):
 		parented[e.Child&parentedMask].Store(e.Child)
 		record.AddFork(e)
+	case uint32(ModeBasic):
+		inject.Forked(e)
 	}
 }
 
@@ -201,7 +221,7 @@ func Finish() {
 	if err := record.Stop(); err != nil && reported.CompareAndSwap(false, true) {
 		fmt.Fprintf(os.Stderr, "wafl runtime: %v\n", err)
 	}
-	if Mode(mode.Load()) == ModeDetect {
+	if m := Mode(mode.Load()); m == ModeDetect || m == ModeBasic {
 		detectOnce.Do(inject.Finish)
 	}
 }

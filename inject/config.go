@@ -30,6 +30,12 @@ type ablation struct {
 	noHB           bool
 	noDecay        bool
 	fixedDelay     bool // every delay FixedDelayNs, not the learned length
+	// basic is the thesis's WAFLBASIC (online.go): no preparation run,
+	// near misses found and delayed online.
+	basic bool
+	// noForkOrder keeps near misses that fork edges order (basic mode's
+	// online candidates; for the analysis, wafl prepare reads it).
+	noForkOrder bool
 }
 
 // FixedDelayNs is the delay of the fixed-delay ablation (TSVD's and the
@@ -50,6 +56,12 @@ func (a ablation) String() string {
 	if a.fixedDelay {
 		parts = append(parts, "fixed-delay")
 	}
+	if a.noForkOrder {
+		parts = append(parts, "parent-child")
+	}
+	if a.basic {
+		parts = append(parts, "basic")
+	}
 	return strings.Join(parts, ",")
 }
 
@@ -67,9 +79,12 @@ func parseAblation(s string) (ablation, error) {
 		case "fixed-delay":
 			a.fixedDelay = true
 		case "parent-child":
-			// an analysis ablation (wafl prepare); nothing to do here
+			// an analysis ablation (wafl prepare), and basic mode's
+			a.noForkOrder = true
+		case "basic":
+			a.basic = true
 		default:
-			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay, fixed-delay, parent-child)", abi.EnvAblate, s, f)
+			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay, fixed-delay, parent-child, basic)", abi.EnvAblate, s, f)
 		}
 	}
 	return a, nil

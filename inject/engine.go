@@ -141,6 +141,9 @@ type engine struct {
 
 	maxLocDelay int64
 	finishOnce  sync.Once
+	// basic is basic mode's online state (WAFL_ABLATE=basic, online.go);
+	// nil in every other run.
+	basic *online
 	// runningHook replaces delayedRunning in tests.
 	runningHook func() bool
 }
@@ -210,6 +213,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		e.refreshOn(l)
 	}
 	e.fast = newSiteTable(e.table)
+	if cfg.ablate.basic {
+		e.basic = newOnline(e)
+	}
 	if cfg.logPath != "" {
 		w, err := openLog(cfg.logPath)
 		if err != nil {
@@ -243,7 +249,7 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	t := e.clk.now()
 	t0, known := e.gtab.swap(g, t)
 	if e.active.Load() > 0 {
-		e.noteReorder(l, g, obj, t)
+		e.noteReorder(l.site, g, obj, t)
 	}
 	if len(l.partnerOf) > 0 && !e.cfg.ablate.noHB {
 		if !known {
@@ -380,10 +386,14 @@ func (e *engine) decay(l *loc) float64 {
 	}
 }
 
-// kill takes l out of S for the rest of the run.
+// kill takes l out of S for the rest of the run. In basic mode the hooks
+// do not look at l.on (and l.partnerOf may grow under online.mu): only
+// dead counts.
 func (e *engine) kill(l *loc) {
 	l.dead.Store(true)
-	e.refreshOn(l)
+	if e.basic == nil {
+		e.refreshOn(l)
+	}
 }
 
 // inferHB implements TSVD §3.4.4 for an access to partner site l2 by
@@ -457,13 +467,13 @@ func (e *engine) inferHB(l2 *loc, g2 uint64, t0, t2 int64) {
 	}
 }
 
-// noteReorder logs that goroutine g reached watched site l at t with
+// noteReorder logs that goroutine g reached watched site at t with
 // object obj while a delay on the same object was in progress in another
 // goroutine: the delay let g touch the object before the delayed access,
 // which is how a delayed init exposes a use-before-init. Attribution uses
 // it when the panic comes later in g (a check that saw nil took the wrong
 // branch and closed a channel twice, say).
-func (e *engine) noteReorder(l *loc, g uint64, obj uintptr, t int64) {
+func (e *engine) noteReorder(site uint32, g uint64, obj uintptr, t int64) {
 	var hits [8]inflight
 	n := 0
 	e.fmu.Lock()
@@ -471,15 +481,15 @@ func (e *engine) noteReorder(l *loc, g uint64, obj uintptr, t int64) {
 		f := &e.flight[i]
 		// Log each (delay, goroutine, site) once in a row: a loop
 		// spinning on the slot during the delay writes one line.
-		if f.obj == obj && f.g != g && n < len(hits) && (f.lastG != g || f.lastSite != l.site) {
-			f.lastG, f.lastSite = g, l.site
+		if f.obj == obj && f.g != g && n < len(hits) && (f.lastG != g || f.lastSite != site) {
+			f.lastG, f.lastSite = g, site
 			hits[n] = *f
 			n++
 		}
 	}
 	e.fmu.Unlock()
 	for _, f := range hits[:n] {
-		e.logReorder(f, l.site, g, obj, t)
+		e.logReorder(f, site, g, obj, t)
 	}
 }
 

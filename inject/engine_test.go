@@ -705,6 +705,7 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logReorder(inflight{id: 1, site: 1, g: 7}, 2, 8, 0x1000, 30)
 	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
 	e.logLate(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 21)
+	e.logTrap(plans.UseBeforeInit, access{obj: 0x1000, t: 5, g: 7, site: 1}, access{obj: 0x1000, t: 9, g: 8, site: 2}, 5*ms)
 	e.logFinish(0)
 	seen := map[string]bool{}
 	for _, r := range e.records(t) {

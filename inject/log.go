@@ -203,6 +203,10 @@ func (e *engine) logFinish(drain int64) {
 		return
 	}
 	t := e.clk.now()
+	if e.basic != nil { // online.addTrap appends to e.locs
+		e.basic.mu.Lock()
+		defer e.basic.mu.Unlock()
+	}
 	for _, l := range e.locs {
 		e.log.write(newRec(abi.EvLoc, t).uint("site", uint64(l.site)).float("p", l.prob()).
 			bool("live", !l.dead.Load()).int("delays", l.delays.Load()).

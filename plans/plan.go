@@ -76,6 +76,10 @@ type Provenance struct {
 	// A plan without candidates whose trace has no fork cannot have lost
 	// a pair to a late goroutine, so detect does not re-learn it.
 	Forks *int64 `json:"forks,omitempty"`
+	// Basic is set for a plan of basic mode (--ablate basic, the thesis's
+	// WAFLBASIC): no preparation run made it; detection runs add the
+	// candidate pairs they find online (Plan.AddTrap).
+	Basic bool `json:"basic,omitempty"`
 }
 
 // MaxLearn bounds the recording runs detect makes for a plan without

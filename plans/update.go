@@ -27,6 +27,9 @@ type RunOutcome struct {
 	// Late are the partner accesses that came right after a delay at
 	// their ℓ1 ended (GrowDelay).
 	Late []Late
+	// Traps are the candidate pairs a basic-mode run found online
+	// (AddTrap); ApplyRun adds them before anything else.
+	Traps []Trap
 	// Bug is the bug the run exposed, nil if none. Failing is the pair's
 	// ℓ2 (for a reordered use-before-init, not the later site that
 	// panicked): the plan keys a bug by its pair.
@@ -74,7 +77,8 @@ func (p *Plan) GrowDelay(first uint32, needNs int64) {
 // PairID names the candidate pairs (First → Second), of either kind.
 type PairID struct{ First, Second uint32 }
 
-// ApplyRun folds a finished detection run into the plan: every delay
+// ApplyRun folds a finished detection run into the plan: the pairs a
+// basic-mode run found online join S (AddTrap); every delay
 // counts at its location (Location.Delays); every delay that ended and did
 // not expose the bug lowers its location's probability by Params.Decay
 // (Decay), unless the run switched decay off; the pairs happens-before
@@ -82,6 +86,9 @@ type PairID struct{ First, Second uint32 }
 // bug, if any, is recorded with AddBug, so its pair leaves S. Delays at
 // sites the plan has no location for are ignored.
 func (p *Plan) ApplyRun(o RunOutcome) {
+	for _, t := range o.Traps {
+		p.AddTrap(t)
+	}
 	late := map[uint32]int64{}
 	for _, lt := range o.Late {
 		late[lt.First] = max(late[lt.First], lt.NeedNs)

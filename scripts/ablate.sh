@@ -5,12 +5,16 @@
 # exposed the bug, the median detection runs to expose it (0: the
 # preparation run crashed with it) and the mean delays injected per try.
 #
-# Modes (ABLATIONS, default "full fixed-delay parent-child"):
+# Modes (ABLATIONS, default "full fixed-delay parent-child basic"):
 #   full          wafl as it is;
 #   fixed-delay   every delay 100 ms instead of the learned length;
-#   parent-child  no pruning of pairs that fork edges order.
-# WAFLBASIC (no preparation run, near-miss detection online) is not
-# implemented.
+#   parent-child  no pruning of pairs that fork edges order;
+#   basic         WAFLBASIC (thesis §3, Table 6.4 "no preparation run"):
+#                 prepare runs nothing, detection runs find near misses
+#                 online and delay them (docs/algorithm.md, "Basic mode").
+#                 Its median runs count every test run; full's exclude the
+#                 preparation run. A mode may combine parts with commas
+#                 (basic,fixed-delay,parent-child is pure WAFLBASIC).
 #
 # Usage: scripts/ablate.sh [name...]   (default: every bug of scripts/corpus.tsv)
 # Environment: WAFL (default: built from this tree), TRIES, RUNS, ABLATIONS,
@@ -20,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 examples=$root/examples
 TRIES=${TRIES:-5}
 RUNS=${RUNS:-5}
-ABLATIONS=${ABLATIONS:-full fixed-delay parent-child}
+ABLATIONS=${ABLATIONS:-full fixed-delay parent-child basic}
 work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-ablate.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 die() { echo "ablate.sh: $*" >&2; exit 2; }
@@ -37,7 +41,7 @@ if [[ ${#names[@]} -eq 0 ]]; then
 fi
 
 # delays LOG: the "N delays injected" count of a detect log (0 if none).
-delays() { sed -n 's/.* \([0-9]*\) delays injected.*/\1/p' "$1" | tail -1 | grep . || echo 0; }
+delays() { sed -n 's/.* \([0-9][0-9]*\) delays* injected.*/\1/p' "$1" | tail -1 | grep . || echo 0; }
 
 hdr="| bug |" sep="|---|"
 for m in $ABLATIONS; do
@@ -52,6 +56,7 @@ for name in "${names[@]}"; do
 		[[ $m != full ]] && abl=(--ablate "$m")
 		exposed=0 runs=() dsum=0
 		for ((try = 1; try <= TRIES; try++)); do
+			d0=$dsum
 			dir=$work/$name.$m.$try
 			set +e
 			(cd "$examples" && "$WAFL" prepare --dir "$dir" "${abl[@]}" "./$name" >/dev/null 2>"$dir.prep.log")
@@ -75,7 +80,7 @@ for name in "${names[@]}"; do
 				*) die "detect ./$name ($m) failed, see $dir.$run.log" ;;
 				esac
 			done
-			echo "$name $m try $try: runs=$r" >&2
+			echo "$name $m try $try: runs=$r delays=$((dsum - d0)) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
 			if ((r >= 0)); then
 				exposed=$((exposed + 1))
 				runs+=("$r")

@@ -26,7 +26,7 @@
 # Usage: scripts/eval.sh [name...]      (default: all bugs)
 # Environment: WAFL (wafl binary; default builds ../cmd/wafl), TRIES, RUNS,
 #   PLAIN, MODES, LOADPROCS, LOADMAX, OUT (default docs/evaluation.md),
-#   ABLATE (passed as --ablate to prepare and detect: fixed-delay,
+#   ABLATE (passed as --ablate to prepare and detect: fixed-delay, basic,
 #   parent-child, interference, hb, decay; scripts/ablate.sh uses it).
 # Needs: the wafl CLI (prepare, detect --runs N --json --dir; exit 0 no bug,
 #   1 bug, 2 error), python3 (for timing and medians).

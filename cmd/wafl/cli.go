@@ -171,9 +171,11 @@ not modified.`,
 				switch a {
 				case "parent-child":
 					o.Params.NoForkOrder = true
+				case "basic":
+					o.Basic = true // no preparation run: an empty plan marked basic
 				case "interference", "hb", "decay", "fixed-delay": // detection-run parts
 				default:
-					return usageError{fmt.Errorf("--ablate: unknown part %q (want parent-child; the rest are detect's)", a)}
+					return usageError{fmt.Errorf("--ablate: unknown part %q (want parent-child or basic; the rest are detect's)", a)}
 				}
 			}
 			sum, err := pipeline.Prepare(cmd.Context(), *o)
@@ -192,7 +194,7 @@ not modified.`,
 	testFlags(cmd, &o.Tests)
 	tagsFlag(cmd, &o.Packages)
 	analysisFlags(cmd, &o.Params)
-	cmd.Flags().StringSliceVar(&ablate, "ablate", nil, "turn parts of the analysis off to measure them: parent-child (keep pairs that fork order)")
+	cmd.Flags().StringSliceVar(&ablate, "ablate", nil, "turn parts of the analysis off to measure them: parent-child (keep pairs that fork order), basic (no preparation run: WAFLBASIC, candidates found online by detect --ablate basic)")
 	return cmd
 }
 
@@ -216,9 +218,11 @@ one), 2 error.`,
 				switch a {
 				case "interference", "hb", "decay", "fixed-delay":
 				case "parent-child":
-					o.Params.NoForkOrder = true // for tests prepared on the way
+					o.Params.NoForkOrder = true // for tests prepared on the way; in basic mode, online too
+				case "basic":
+					o.Basic = true
 				default:
-					return usageError{fmt.Errorf("--ablate: unknown part %q (want interference, hb, decay, fixed-delay or parent-child)", a)}
+					return usageError{fmt.Errorf("--ablate: unknown part %q (want interference, hb, decay, fixed-delay, parent-child or basic)", a)}
 				}
 			}
 			if o.Runs < 1 {
@@ -244,7 +248,7 @@ one), 2 error.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Runs, "runs", pipeline.DefaultRuns, "detection runs per test")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for every random decision (default: random, recorded in reports)")
-	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay, fixed-delay (100 ms delays), parent-child (no fork-order pruning)")
+	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay, fixed-delay (100 ms delays), parent-child (no fork-order pruning), basic (WAFLBASIC: no preparation run, near misses found and delayed online)")
 	reportFlags(cmd, &o.Reports, "print the report JSON to stdout")
 	return cmd
 }

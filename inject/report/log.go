@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/plans"
 )
 
 // Log is a detection run's log (WAFL_LOG) as written by package inject; its
@@ -33,6 +34,9 @@ type Log struct {
 	// MEMORDER panic (at most abi.MaxPanicRecords per run): seen even when
 	// user code recovered the panic.
 	Panics []Panic
+	// Traps are the candidate pairs a basic-mode run found online and
+	// added to its trap set (the plan gets them, plans.Plan.AddTrap).
+	Traps  []Trap
 	Finish *Finish // nil when the process died before Finish
 	// Missing is set when the log file did not exist (the binary failed
 	// before setting up the run). Truncated is set when the last line was
@@ -129,6 +133,31 @@ type Panic struct {
 	G    uint64 `json:"g"`
 	Obj  uint64 `json:"obj"`
 	Kind string `json:"kind"`
+}
+
+// Trap is a candidate pair (First → Second) of Kind that a basic-mode
+// run found online: goroutine G reached Second on Obj Gap ns after
+// another goroutine reached First; DelayNs is the delay First got.
+type Trap struct {
+	T       int64  `json:"t"`
+	First   uint32 `json:"first"`
+	Second  uint32 `json:"second"`
+	Kind    string `json:"kind"`
+	Obj     uint64 `json:"obj"`
+	Gap     int64  `json:"gap"`
+	G       uint64 `json:"g"`
+	DelayNs int64  `json:"delay_ns"`
+}
+
+// PlanTraps returns the log's traps as plans.Trap.
+func (lg *Log) PlanTraps() []plans.Trap {
+	var out []plans.Trap
+	for _, t := range lg.Traps {
+		if k := plans.Kind(t.Kind); k.Known() && t.First != 0 && t.Second != 0 {
+			out = append(out, plans.Trap{Kind: k, First: t.First, Second: t.Second, Object: t.Obj, GapNs: t.Gap})
+		}
+	}
+	return out
 }
 
 // LocEnd is a location's state at Finish.
@@ -268,6 +297,12 @@ func (lg *Log) add(line []byte) error {
 			return err
 		}
 		lg.Panics = append(lg.Panics, p)
+	case abi.EvTrap:
+		var t Trap
+		if err := json.Unmarshal(line, &t); err != nil {
+			return err
+		}
+		lg.Traps = append(lg.Traps, t)
 	case abi.EvLoc:
 		var l LocEnd
 		if err := json.Unmarshal(line, &l); err != nil {

@@ -88,6 +88,10 @@ func Outcome(in RunInput) (*RunResult, error) {
 		}
 	}
 	res.Log = lg
+	// A basic-mode run found pairs online: they are part of the plan the
+	// crash is judged against (the wafl process adds them for good with
+	// ApplyRun).
+	in.Plan = in.Plan.WithTraps(lg.PlanTraps())
 	if lg.Setup != nil {
 		// Without WAFL_SEED the runtime drew the seed; the log has it.
 		in.Seed = lg.Setup.Seed
@@ -244,6 +248,7 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 func (res *RunResult) PlanOutcome() plans.RunOutcome {
 	o := plans.RunOutcome{Run: res.Run}
 	if lg := res.Log; lg != nil {
+		o.Traps = lg.PlanTraps()
 		o.NoDecay = lg.Ablated("decay")
 		o.Delays = make([]plans.RunDelay, len(lg.Delays))
 		for i, d := range lg.Delays {

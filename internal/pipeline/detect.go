@@ -99,12 +99,12 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, "", err
 	}
 	learned := ""
-	if len(plan.Locations) == 0 && len(known) == 0 {
+	if len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
 		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
 			return 0, "", err
 		}
 	}
-	if plan.Empty() {
+	if plan.Empty() && !o.Basic { // basic mode finds its candidates in the runs
 		if learned != "" {
 			return 0, "no delay candidates (" + learned + ")", nil
 		}
@@ -119,7 +119,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, "", err
 	}
 	var failures []string
-	for k := 0; k < o.Runs && !plan.Empty(); k++ {
+	for k := 0; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
 		n := len(plan.Runs) + 1
 		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.logPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
 		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
@@ -161,7 +161,7 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 	pkg, test := j.pkg.ImportPath, j.test
 	planPath := s.ws.planPath(pkg, test)
 	plan, err := plans.Load(planPath)
-	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash {
+	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash || plan.Provenance.Basic != o.Basic {
 		if ferr := rememberedFailure(s.ws, j, o.RetryFailing); ferr != nil {
 			s.sum.add(func(s *Summary) { s.Tests++; s.FailPlain++; s.Remembered++ })
 			return nil, nil, ferr
@@ -174,6 +174,12 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 		s.prog.Printf("%s.%s: unreadable plan (%v): preparing it again\n", pkg, test, err)
 	case plan.Provenance.BinaryHash != j.pkg.hash:
 		s.prog.Printf("%s.%s: the package changed since its plan was made: preparing it again\n", pkg, test)
+	case plan.Provenance.Basic != o.Basic:
+		where := "outside"
+		if plan.Provenance.Basic {
+			where = "in"
+		}
+		s.prog.Printf("%s.%s: the plan was made %s basic mode (--ablate basic): preparing it again\n", pkg, test, where)
 	default:
 		known := knownBugs(s.ws, plan, pkg, test)
 		for _, b := range known {

@@ -87,6 +87,10 @@ type PrepareOptions struct {
 	Tests
 	// Params override the defaults of new plans' parameters.
 	Params plans.Overrides
+	// Basic is basic mode (--ablate basic, the thesis's WAFLBASIC):
+	// prepare makes no recording run and writes an empty plan marked
+	// basic; detection runs find candidate pairs online (basic.go).
+	Basic bool
 }
 
 // DetectOptions configure Detect. A test without a current plan is
@@ -97,7 +101,7 @@ type DetectOptions struct {
 	Runs    int // detection runs per test (default DefaultRuns)
 	Seed    uint64
 	SeedSet bool
-	Ablate  []string // parts of the algorithm turned off: interference, hb, decay
+	Ablate  []string // parts of the algorithm turned off: interference, hb, decay, fixed-delay, parent-child, basic
 	Reports
 }
 

@@ -58,6 +58,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		return "", err
 	}
 	os.Remove(raw)
+	if o.Basic {
+		return basicPlan(s, o, j)
+	}
 	sub, skip := o.subtestArgs()
 	load := loadFactor()
 	res, err := testRun{

@@ -8,7 +8,7 @@ EXAMPLES := $(CURDIR)/examples
 DEMO    ?= ./...
 BUG     ?=
 
-.PHONY: all build test test-short bench lint demo repro corpus eval field field-runs overhead clean
+.PHONY: all build test test-short bench lint demo repro corpus eval field field-runs overhead coldbuild clean
 
 all: build
 
@@ -35,6 +35,11 @@ bench:
 # writes docs/benchmarks-overhead.md (scripts/overhead.sh; ROUNDS=3).
 overhead:
 	scripts/overhead.sh
+
+# The instrumented build next to go test -c from a cold build cache, on
+# x/sync and zap: a markdown table on stdout (scripts/coldbuild.sh).
+coldbuild:
+	scripts/coldbuild.sh
 
 lint:
 	$(GO) vet ./...

@@ -15,10 +15,18 @@ const (
 	// may act on the answer (dispose it). The event comes after the check,
 	// so a delay there sits between the check and the act.
 	OpCheck Op = 5
+	// OpTestBegin and OpTestEnd mark a top-level test of a preparation run
+	// that runs all tests of a package in one process: g is the test's
+	// goroutine, obj the test's id (TestID of its name); OpTestEnd's site
+	// is 1 when the test failed. They are in the raw spill file only:
+	// wafl splits a package's spill file per test by them (record/split)
+	// and drops them, so Arrow traces never hold them.
+	OpTestBegin Op = 6
+	OpTestEnd   Op = 7
 )
 
 // NumOps bounds the op codes: every valid Op is below it.
-const NumOps = 6
+const NumOps = 8
 
 // FormatVersion is the version of the event format: the op codes, their
 // arguments and the raw record layout. It is written into every raw spill
@@ -41,12 +49,29 @@ type Spec struct {
 // monotonic) and the goroutine id g: the goroutine that made the access, or
 // for a fork row the parent.
 var Specs = [NumOps]Spec{
-	OpNone:    {Op: OpNone, Name: "none", Doc: "not an event"},
-	OpInit:    {Op: OpInit, Name: "init", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes nil -> non-nil"},
-	OpUse:     {Op: OpUse, Name: "use", Obj: "slot", Clock: "clock", Site: "site", Doc: "the value in a slot is (or will be) dereferenced"},
-	OpDispose: {Op: OpDispose, Name: "dispose", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes non-nil -> nil, or its channel is closed"},
-	OpCheck:   {Op: OpCheck, Name: "check", Obj: "checked object (channel, flag)", Clock: "clock", Site: "site", Doc: "the goroutine just checked whether the object was disposed and may act on it"},
-	OpFork:    {Op: OpFork, Name: "fork", Obj: "child goroutine", Clock: "parent's own counter at the fork", Doc: "goroutine g (the parent) started the child with an instrumented go statement"},
+	OpNone:      {Op: OpNone, Name: "none", Doc: "not an event"},
+	OpInit:      {Op: OpInit, Name: "init", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes nil -> non-nil"},
+	OpUse:       {Op: OpUse, Name: "use", Obj: "slot", Clock: "clock", Site: "site", Doc: "the value in a slot is (or will be) dereferenced"},
+	OpDispose:   {Op: OpDispose, Name: "dispose", Obj: "slot", Clock: "clock", Site: "site", Doc: "a slot goes non-nil -> nil, or its channel is closed"},
+	OpCheck:     {Op: OpCheck, Name: "check", Obj: "checked object (channel, flag)", Clock: "clock", Site: "site", Doc: "the goroutine just checked whether the object was disposed and may act on it"},
+	OpFork:      {Op: OpFork, Name: "fork", Obj: "child goroutine", Clock: "parent's own counter at the fork", Doc: "goroutine g (the parent) started the child with an instrumented go statement"},
+	OpTestBegin: {Op: OpTestBegin, Name: "test-begin", Obj: "test id (TestID)", Clock: "clock", Doc: "raw spill file only: goroutine g starts running a top-level test"},
+	OpTestEnd:   {Op: OpTestEnd, Name: "test-end", Obj: "test id (TestID)", Clock: "clock", Site: "1: the test failed", Doc: "raw spill file only: the top-level test of goroutine g and all its subtests ended"},
+}
+
+// Mark reports whether o is a test boundary mark (raw spill file only).
+func (o Op) Mark() bool { return o == OpTestBegin || o == OpTestEnd }
+
+// TestID is the id a test boundary mark carries for the top-level test
+// name: FNV-1a, 64 bits. The runtime computes it without allocating; wafl
+// computes it for the tests it listed.
+func TestID(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // Valid reports whether o is a known event kind.

@@ -193,6 +193,7 @@ type analysis struct {
 	tune    *tuning
 	forest  *forest
 	pairs   map[pairKey]*pairAgg // found by the strategy
+	wins    *winTable            // their interference windows (nil: in pairs)
 	checks  *checkRows           // check and dispose rows (checkact.go)
 	stats   *Stats
 }
@@ -225,18 +226,24 @@ func (a *analysis) strategy(opts Options) (strategy, error) {
 func (a *analysis) restart(why string) {
 	a.forest = newForest()
 	a.checks = newCheckRows(a.budget)
+	a.pairs, a.wins = nil, nil
 	a.stats = &Stats{Passes: a.stats.Passes, StreamFallback: why}
 }
 
 // pass1 reads the trace: the analysis counts the rows and collects the
-// fork edges, the strategy takes what it needs of them.
+// fork edges and check rows, the strategy takes what it needs of them.
+// The counting runs in the decoding goroutine, with the strategy's own
+// decoding work, so that the strategy's batch (the pair pass, the
+// critical path on two cores) has its goroutine to itself.
 func (a *analysis) pass1(s strategy) (Meta, error) {
 	ro, pre := s.decode()
-	return a.scan("pass 1 (forks, lifecycle)", ro, pre, func(c *abi.Batch) error {
+	return a.scan("pass 1 (forks, lifecycle)", ro, func(c *abi.Batch) {
 		a.count(c)
 		a.checks.batch(c)
-		return s.batch(c)
-	})
+		if pre != nil {
+			pre(c)
+		}
+	}, s.batch)
 }
 
 // count counts the rows of a batch of pass 1 and collects its fork edges.
@@ -484,6 +491,14 @@ func (a *analysis) mergePairer(p *pairer) {
 	a.stats.PrunedSameG += p.prunedSameG
 	a.stats.PrunedFork += p.prunedFork
 	a.pairs, p.pairs = p.pairs, nil
+	if p.wins != nil {
+		if a.wins == nil {
+			a.wins = p.wins
+		} else {
+			a.wins.merge(p.wins)
+		}
+		p.wins = nil
+	}
 }
 
 // buildPlan turns the pair aggregates into plan locations.

@@ -38,13 +38,14 @@ type ilog struct {
 	delta   int64
 	cache   []thinSlot
 	gidx    map[uint64]uint32
-	gs      []uint64    // dense index → goroutine
-	per     []glog      // per dense goroutine index
-	free    [4][][]byte // chunks to reuse, per size class
-	slab    []byte      // rest of the current slab
-	slabs   [][]byte    // off-heap slabs the chunks come from
-	alloc   int64       // bytes of chunks handed out
-	bytes   int64       // bytes in retired chunks
+	gcache  [1 << 10]gIdxSlot // direct-mapped cache in front of gidx
+	gs      []uint64          // dense index → goroutine
+	per     []glog            // per dense goroutine index
+	free    [4][][]byte       // chunks to reuse, per size class
+	slab    []byte            // rest of the current slab
+	slabs   [][]byte          // off-heap slabs the chunks come from
+	alloc   int64             // bytes of chunks handed out
+	bytes   int64             // bytes in retired chunks
 	rows    int64
 	budget  int64
 	tempDir string
@@ -75,6 +76,12 @@ type thinSlot struct {
 	gi    uint32
 	valid bool
 	pend  bool
+}
+
+// gIdxSlot caches a goroutine's dense index; gi+1, 0: empty.
+type gIdxSlot struct {
+	g  uint64
+	gi uint32
 }
 
 const (
@@ -150,13 +157,7 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 		if e.valid && e.pend {
 			l.emit(e.p, e.gi, e.site)
 		}
-		gi, ok := l.gidx[g]
-		if !ok {
-			gi = uint32(len(l.gs))
-			l.gidx[g] = gi
-			l.gs = append(l.gs, g)
-			l.per = append(l.per, glog{})
-		}
+		gi := l.index(g)
 		*e = thinSlot{g: g, site: site, gi: gi, k: t, p: t, valid: true}
 		l.emit(t, gi, site)
 		return
@@ -178,6 +179,23 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 			e.k, e.p = t, t
 		}
 	}
+}
+
+// index returns the dense index of goroutine g, adding it.
+func (l *ilog) index(g uint64) uint32 {
+	c := &l.gcache[(g*0x9E3779B97F4A7C15)>>54]
+	if c.gi != 0 && c.g == g {
+		return c.gi - 1
+	}
+	gi, ok := l.gidx[g]
+	if !ok {
+		gi = uint32(len(l.gs))
+		l.gidx[g] = gi
+		l.gs = append(l.gs, g)
+		l.per = append(l.per, glog{})
+	}
+	*c = gIdxSlot{g: g, gi: gi + 1}
+	return gi
 }
 
 func (l *ilog) emit(t int64, gi, site uint32) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
@@ -239,6 +240,24 @@ func (m *marks) or(o *marks) {
 func (m *marks) entries() [][]int32 {
 	out := make([][]int32, m.n)
 	if m.rows != nil {
+		// Count first, so that every list is allocated once, in one slab.
+		count := make([]int32, m.n)
+		total := 0
+		for _, row := range m.rows {
+			for w, word := range row {
+				for ; word != 0; word &= word - 1 {
+					count[w*64+bits.TrailingZeros64(word)]++
+					total++
+				}
+			}
+		}
+		slab := make([]int32, 0, total)
+		for l1, c := range count {
+			if c > 0 {
+				out[l1] = slab[len(slab) : len(slab) : len(slab)+int(c)]
+				slab = slab[:len(slab)+int(c)]
+			}
+		}
 		for ls, row := range m.rows {
 			for w, word := range row {
 				for ; word != 0; word &= word - 1 {
@@ -284,6 +303,9 @@ func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
 	}
 	for l1, lss := range w.m.entries() {
 		l := &plan.Locations[l1]
+		if len(lss) > 0 {
+			l.Interference = make([]uint32, 0, len(lss))
+		}
 		for _, ls := range lss {
 			l.Interference = append(l.Interference, plan.Locations[ls].Site)
 		}
@@ -292,48 +314,61 @@ func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
 }
 
 // windows gathers the windows of every pair per goroutine, merged per ℓ1,
-// and indexes them.
+// and indexes them (the goroutines' indexes built on two workers when
+// there are two CPUs).
 func (a *analysis) windows(locs []plans.Location) *windows {
 	sites := newSiteSet(locs)
-	perG := make(map[uint64][]labeled)
-	byKey := make(map[ivKey][]interval)
+	wins := a.wins
+	if wins == nil {
+		wins = newWinTable()
+	}
+	a.wins = nil
+	// Pairers without a table (check-then-act) left their windows in the
+	// aggregates.
 	for k, p := range a.pairs {
 		for i := range p.ivs {
 			w := &p.ivs[i]
-			ik := ivKey{k.first, w.g}
-			byKey[ik] = append(append(byKey[ik], w.l.done...), w.l.cur)
+			for _, iv := range w.l.done {
+				wins.add(k.first, w.g, iv)
+			}
+			wins.add(k.first, w.g, w.l.cur)
 		}
 		p.ivs = nil
 	}
-	for k, all := range byKey {
+	perG := make(map[uint64][]labeled)
+	var gs []uint64
+	wins.each(func(k ivKey, ivs []interval) {
 		label := sites.index(k.first)
-		slices.SortFunc(all, func(x, y interval) int {
-			switch {
-			case x.lo < y.lo:
-				return -1
-			case x.lo > y.lo:
-				return 1
-			}
-			return 0
-		})
-		cur := all[0]
-		emit := func(iv interval) {
-			perG[k.g] = append(perG[k.g], labeled{iv.lo, iv.hi, label})
+		if perG[k.g] == nil {
+			gs = append(gs, k.g)
 		}
-		for _, iv := range all[1:] {
-			if iv.lo <= cur.hi {
-				cur.hi = max(cur.hi, iv.hi)
-				continue
-			}
-			emit(cur)
-			cur = iv
+		ws := perG[k.g]
+		for _, iv := range ivs {
+			ws = append(ws, labeled{iv.lo, iv.hi, label})
 		}
-		emit(cur)
+		perG[k.g] = ws
+	})
+	xs := make([]*winIndex, len(gs))
+	workers := min(runtime.GOMAXPROCS(0), 2, len(gs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(gs) {
+					return
+				}
+				xs[i] = buildWinIndex(perG[gs[i]], 2*a.delta)
+			}
+		}()
 	}
-	byKey = nil
-	idx := make(map[uint64]*winIndex, len(perG))
-	for g, ws := range perG {
-		idx[g] = buildWinIndex(ws, 2*a.delta)
+	wg.Wait()
+	idx := make(map[uint64]*winIndex, len(gs))
+	for i, g := range gs {
+		idx[g] = xs[i]
 	}
 	return &windows{idx: idx, sites: sites, m: newMarks(len(locs)), nloc: len(locs), gcache: make([]gSlot, 1<<12)}
 }

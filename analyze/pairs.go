@@ -24,6 +24,9 @@ type pairer struct {
 	forks  *lcc.Forest
 	pairs  map[pairKey]*pairAgg
 	pcache [1 << 13]pairSlot // direct-mapped cache in front of pairs
+	// wins, if not nil, takes the interference windows of the instances
+	// per (ℓ1, goroutine) instead of the aggregates (pairAgg.ivs).
+	wins *winTable
 
 	instances, prunedWindow, prunedSameG, prunedFork int64
 	noFork                                           bool // keep fork-ordered instances (ablation)
@@ -44,10 +47,16 @@ type pairAgg struct {
 	count          int64
 	minGap, maxGap int64
 	obj            uint64
-	// windows of ℓ2's goroutines, for the interference pass; a pair has
-	// few partner goroutines, so a slice with a hint beats a map.
+	// windows of ℓ2's goroutines, for the interference pass, unless the
+	// pairer keeps them in its winTable; a pair has few partner
+	// goroutines, so a slice with a hint beats a map.
 	ivs  []gWindows
 	hint int
+	// the pairer's winTable id+1 of (first, winG), the goroutine of the
+	// pair's latest window (0: none): a dispose pairs with many uses in
+	// a row, all with the disposing goroutine's window
+	winID int32
+	winG  uint64
 }
 
 type gWindows struct {
@@ -100,6 +109,7 @@ func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func
 	a.stats.Partitions = len(groups)
 	p := newPairer(a.delta, a.forest.f)
 	p.noFork = a.noFork
+	p.wins = newWinTable()
 	for _, g := range groups {
 		ev, err := store.load(g)
 		if err != nil {
@@ -209,6 +219,14 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 	lo := t1 - p.delta
 	if lo > t1 { // overflow
 		lo = math.MinInt64
+	}
+	if p.wins != nil {
+		if agg.winID != 0 && agg.winG == g2 {
+			p.wins.addID(agg.winID-1, interval{lo, t2})
+		} else {
+			agg.winID, agg.winG = p.wins.add(k.first, g2, interval{lo, t2})+1, g2
+		}
+		return
 	}
 	agg.window(g2, interval{lo, t2})
 }

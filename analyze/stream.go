@@ -104,6 +104,7 @@ func newStreamPairer(delta, budget, keep int64) *streamPairer {
 		keep:   keep,
 		forks:  forks,
 	}
+	s.p.wins = newWinTable()
 	if keep <= 0 {
 		s.keep = math.MaxInt64
 		if delta <= math.MaxInt64/2 {

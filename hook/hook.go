@@ -232,6 +232,31 @@ func adoptCallback(t lcc.Token) {
 	}
 }
 
+// Recording reports whether the hooks record (a preparation run).
+func Recording() bool { return mode.Load() == uint32(ModeRecord) }
+
+// TestBegin marks, while recording, that the calling goroutine starts
+// running the top-level test name; TestEnd that it and all its subtests
+// ended (the generated test prologue calls it from t.Cleanup). wafl
+// splits a package's preparation run per test by these marks and by fork
+// ancestry (record/split). Once per test: not on the events' path.
+func TestBegin(name string) {
+	if Recording() {
+		record.Mark(abi.OpTestBegin, abi.TestID(name), 0)
+	}
+}
+
+// TestEnd: see TestBegin. failed says the test failed.
+func TestEnd(name string, failed bool) {
+	if Recording() {
+		var site uint32
+		if failed {
+			site = 1
+		}
+		record.Mark(abi.OpTestEnd, abi.TestID(name), site)
+	}
+}
+
 // Finish ends the run: while recording it turns the hooks off, flushes
 // every buffered event and closes the spill file (record.Stop); while
 // detecting it calls inject.Finish. It is idempotent, safe to call from

@@ -274,6 +274,8 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.BuildTime = time.Since(t2)
+	fmt.Fprintf(b.log, "wafl: load %v, rewrite %v, build %v (%d packages)\n",
+		res.LoadTime.Round(time.Millisecond), res.RewriteTime.Round(time.Millisecond), res.BuildTime.Round(time.Millisecond), len(todo))
 	return res, nil
 }
 

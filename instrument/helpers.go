@@ -309,6 +309,23 @@ func _waflAdopt(t _waflToken) { _wafl.Adopt(t) }
 func _waflExit(code int) { _wafl.Exit(code) }
 
 func _waflFinish() { _wafl.Finish() }
+
+// _waflTest is the first statement of every top-level test: while
+// recording it marks the test's start and, from t.Cleanup (after its
+// subtests), its end, so that one process can run all tests of the
+// package and wafl split the events per test.
+func _waflTest(t interface {
+	Name() string
+	Failed() bool
+	Cleanup(func())
+}) {
+	if !_wafl.Recording() {
+		return
+	}
+	name := t.Name()
+	_wafl.TestBegin(name)
+	t.Cleanup(func() { _wafl.TestEnd(name, t.Failed()) })
+}
 `
 
 // testMainSource is the TestMain generated for a package that has none:

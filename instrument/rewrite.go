@@ -49,6 +49,9 @@ func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bo
 	if isTest && adoptInTests(df) {
 		res.changed = true
 	}
+	if isTest && markTests(fset, info, dec, file, df) { // testmarks.go; its mark goes before the adoption
+		res.changed = true
+	}
 	if !res.changed {
 		return res, nil
 	}

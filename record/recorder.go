@@ -181,6 +181,26 @@ func AddFork(e lcc.Edge) {
 	}
 }
 
+// Mark records a test boundary mark of the calling goroutine
+// (abi.OpTestBegin or abi.OpTestEnd) for the test with id; site is the
+// mark's argument (1: the test failed). A mark is flushed at once, with
+// every buffered event: when a run crashes later, a test whose end mark
+// is in the spill file has all its events up to its end there too, and
+// the test that was running has its begin mark there.
+// Called once per test, not on the events' path: it may lock and write.
+func Mark(op abi.Op, id uint64, site uint32) {
+	r := active.Load()
+	if r == nil {
+		return
+	}
+	g, c := lcc.Current()
+	r.add(g, nanotime(), g, id, c, site, op)
+	r.sealAll()
+	r.wmu.Lock()
+	r.drainLocked(false)
+	r.wmu.Unlock()
+}
+
 func (r *recorder) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

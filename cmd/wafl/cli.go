@@ -163,7 +163,8 @@ func newPrepare(common *pipeline.Common) *cobra.Command {
 		Short: "Instrument packages, run each test once delay-free and plan delays",
 		Long: `prepare instruments the packages (default ./...) and their tests, builds each
 package's test binary once, runs every test once without delays while recording
-init/use/dispose events, and analyzes each trace into a delay plan. Everything
+init/use/dispose events (the tests of a package in one process, split per test
+afterwards; --per-test runs each alone), and analyzes each trace into a delay plan. Everything
 goes under the work directory (.wafl at the module root); the source tree is
 not modified.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -197,6 +198,7 @@ not modified.`,
 	tagsFlag(cmd, &o.Packages)
 	analysisFlags(cmd, &o.Params)
 	cmd.Flags().StringSliceVar(&ablate, "ablate", nil, "turn parts of the analysis off to measure them: parent-child (keep pairs that fork order), basic (no preparation run: WAFLBASIC, candidates found online by detect --ablate basic)")
+	cmd.Flags().BoolVar(&o.PerTest, "per-test", false, "run each test in a process of its own (default: the tests of a package share one, and those that crash, hang, fail or exit run again alone)")
 	return cmd
 }
 

@@ -13,12 +13,15 @@ import (
 	"time"
 )
 
-// testRun is one execution of one test in its own process.
+// testRun is one execution of one test (or of Tests) in its own process.
 type testRun struct {
 	Binary string
 	Dir    string // the package directory: go test runs binaries there
 	Test   string
-	Env    []string // WAFL_* variables, added to the environment
+	// Tests, when set instead of Test, are several top-level tests run in
+	// one process (prepare's package run).
+	Tests []string
+	Env   []string // WAFL_* variables, added to the environment
 	// Sub and Skip narrow the run inside the test as go test's -run and
 	// -skip do: Sub is what --run says below the top level ("a/b" of
 	// "TestX/a/b"), Skip the --skip pattern when it names subtests.
@@ -91,6 +94,13 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 // args are the test binary's arguments for this run.
 func (r testRun) args() []string {
 	run := "^" + regexp.QuoteMeta(r.Test) + "$"
+	if len(r.Tests) > 0 {
+		q := make([]string, len(r.Tests))
+		for i, t := range r.Tests {
+			q[i] = regexp.QuoteMeta(t)
+		}
+		run = "^(" + strings.Join(q, "|") + ")$"
+	}
 	if r.Sub != "" {
 		run += "/" + r.Sub
 	}

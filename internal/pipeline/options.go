@@ -91,6 +91,11 @@ type PrepareOptions struct {
 	Tests
 	// Params override the defaults of new plans' parameters.
 	Params plans.Overrides
+	// PerTest runs every test's preparation run in a process of its own
+	// (before 2026-11-23 the only way); by default the tests of a package
+	// share one process and only those that crash, hang, fail or exit
+	// run again alone (pkgprep.go).
+	PerTest bool
 	// Basic is basic mode (--ablate basic, the thesis's WAFLBASIC):
 	// prepare makes no recording run and writes an empty plan marked
 	// basic; detection runs find candidate pairs online (basic.go).

@@ -13,6 +13,7 @@ import (
 	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
+	"github.com/memorder/wafl/record/split"
 	"github.com/memorder/wafl/record/trace"
 )
 
@@ -24,7 +25,16 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 		packages: &o.Packages,
 		tests:    &o.Tests,
 		phase:    "prepare",
+		before: func(ctx context.Context, s *session, jobs []job) {
+			if !o.PerTest && !o.Basic { // basic mode makes no recording run
+				s.pkgRuns = runPackages(ctx, s, &o, jobs) // pkgprep.go
+			}
+		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
+			if pr := s.pkgRuns[j.pkg.ImportPath]; pr != nil && pr.kept[j.test] {
+				note, err := preparedInPackage(ctx, s, &o, j, pr)
+				return 0, note, err
+			}
 			note, err := prepareTest(ctx, s, &o, j)
 			return 0, note, err
 		},
@@ -94,6 +104,13 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "fails without delays", err: err}
 	}
+	return analyzePrepared(ctx, s, o, j, raw, load, res.Duration, "")
+}
+
+// analyzePrepared analyzes the trace of a test's passing preparation run
+// (alone, or split out of its package's run) into its plan. It returns
+// the test's one-line account; more is added to it.
+func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, raw string, load float64, d time.Duration, more string) (string, error) {
 	forgetFailure(s.ws, j)
 	params := o.Params
 	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
@@ -110,9 +127,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 			s.WithCandidates++
 		}
 	})
-	return fmt.Sprintf("%s, %s at %s (%s)", plural(int(stats.Events), "event", "events"),
+	return fmt.Sprintf("%s, %s at %s (%s%s)", plural(int(stats.Events), "event", "events"),
 		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
-		res.Duration.Round(time.Millisecond)), nil
+		d.Round(time.Millisecond), more), nil
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
@@ -139,6 +156,11 @@ func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j 
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
+	}
+	// The test boundary marks are for package runs (record/split): a run
+	// of one test drops them.
+	if err := split.StripInPlace(raw); err != nil {
+		return nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
 	}
 	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, abi.ErrTruncated) {
 		return nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)

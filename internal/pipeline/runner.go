@@ -46,6 +46,9 @@ type workflow struct {
 	tests *Tests
 	phase string   // the per-test phase ("prepare", "detect")
 	each  testFunc // runs one test
+	// before, if set, runs in the phase before the tests, on all of them
+	// (prepare's package runs, pkgprep.go).
+	before func(ctx context.Context, s *session, jobs []job)
 }
 
 // testFunc runs one test of a workflow. It returns the number of bugs it
@@ -65,6 +68,8 @@ type session struct {
 	unlock func()
 	// interrupted says how far the tests got when the context ended.
 	interrupted string
+	// pkgRuns are prepare's package runs by import path (pkgprep.go).
+	pkgRuns map[string]*pkgRun
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the
@@ -110,6 +115,9 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	s.prog = newProgress(w.common.Stderr)
 	var done atomic.Int64
 	err = s.sum.phase(w.phase, func() error {
+		if w.before != nil {
+			w.before(ctx, s, jobs)
+		}
 		s.prog.Begin(w.phase, len(jobs))
 		return forEach(ctx, w.tests.Parallel, jobs, func(j job) {
 			bugs, note, err := w.each(ctx, s, j)

@@ -1,0 +1,198 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/record/split"
+)
+
+// One process per package (2026-11-23): prepare runs the selected tests
+// of a package's binary in one recording process, as go test does, and
+// splits the spill file per test by the tests' boundary marks and fork
+// ancestry (record/split). A test is kept from the package run when its
+// end mark is in the spill file, it did not fail and the run's crash, if
+// any, was not on one of its goroutines; every other test (it crashed,
+// hung, failed, exited, or never ran) runs again alone, the way
+// --per-test runs every test, so that its failure and crash report are
+// exactly those of a run of its own.
+
+// pkgRunName names the package run's spill file and log; no test is
+// called so.
+const pkgRunName = "_package"
+
+// pkgRun is the outcome of one package run.
+type pkgRun struct {
+	kept  map[string]bool // tests whose split trace is used
+	stats *split.Stats
+	load  float64 // loadFactor before the run
+}
+
+// runPackages runs the package run of every package with more than one
+// of jobs' tests, o.Parallel packages at a time.
+func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job) map[string]*pkgRun {
+	type pkgJobs struct {
+		pkg   *pkgBuild
+		tests []string
+	}
+	var order []*pkgJobs
+	by := map[string]*pkgJobs{}
+	for _, j := range jobs {
+		pj := by[j.pkg.ImportPath]
+		if pj == nil {
+			pj = &pkgJobs{pkg: j.pkg}
+			by[j.pkg.ImportPath] = pj
+			order = append(order, pj)
+		}
+		// A remembered failure is reported by prepareTest as before.
+		if rememberedFailure(s.ws, j, o.RetryFailing) == nil {
+			pj.tests = append(pj.tests, j.test)
+		}
+	}
+	var mu sync.Mutex
+	runs := map[string]*pkgRun{}
+	forEach(ctx, o.Parallel, order, func(pj *pkgJobs) {
+		if len(pj.tests) < 2 {
+			return // one test: its run alone is the package run
+		}
+		pr, err := runPackage(ctx, s, o, pj.pkg, pj.tests)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.prog.Printf("wafl: %s: the tests' shared preparation run failed, each runs alone: %v\n", pj.pkg.ImportPath, err)
+			}
+			return
+		}
+		mu.Lock()
+		runs[pj.pkg.ImportPath] = pr
+		mu.Unlock()
+	})
+	return runs
+}
+
+// runPackage runs tests of pkg in one recording process and splits its
+// spill file into the tests' raw traces.
+func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string) (*pkgRun, error) {
+	ip := pkg.ImportPath
+	raw := s.ws.rawTracePath(ip, pkgRunName)
+	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
+		return nil, err
+	}
+	os.Remove(raw)
+	defer os.Remove(raw)
+	sub, skip := o.subtestArgs()
+	pr := &pkgRun{kept: map[string]bool{}, load: loadFactor()}
+	res, err := testRun{
+		Sub:     sub,
+		Skip:    skip,
+		Binary:  pkg.Binary,
+		Dir:     pkg.Dir,
+		Tests:   tests,
+		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
+		Timeout: o.Timeout,
+		Output:  s.ws.logPath(ip, pkgRunName, "prepare.log"),
+		Extra:   o.binaryArgs(),
+	}.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(raw); err != nil {
+		return nil, fmt.Errorf("the test binary wrote no trace (exit status %d); output in %s", res.ExitCode, res.Output)
+	}
+	st, err := split.Split(raw, tests, func(t string) string { return s.ws.rawTracePath(ip, t) })
+	if err != nil {
+		return nil, err
+	}
+	pr.stats = st
+	// The goroutine a crash happened on, when the run crashed: its test
+	// runs again alone, and so does every test when no test owns it.
+	crashed, all := "", false
+	if res.ExitCode != 0 && !res.TimedOut {
+		if g, creator, ok := crashGoroutine(res.Output); ok {
+			// The crashing goroutine's fork row may not have reached the
+			// file; the traceback names the goroutine that created it.
+			if crashed = st.Owner(g); crashed == "" && creator != 0 {
+				crashed = st.Owner(creator)
+			}
+			all = crashed == ""
+		}
+	}
+	for _, t := range tests {
+		ts := st.Tests[t]
+		if ts.Ended && !ts.Failed && t != crashed && !all {
+			pr.kept[t] = true
+		}
+	}
+	logSplit(res.Output, res, st, len(pr.kept), len(tests))
+	return pr, nil
+}
+
+// preparedInPackage analyzes the trace split out of the package run for
+// test j, which passed there.
+func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job, pr *pkgRun) (string, error) {
+	s.sum.add(func(s *Summary) { s.Tests++ })
+	ts := pr.stats.Tests[j.test]
+	more := ", package run"
+	if ts.Late > 0 {
+		more += fmt.Sprintf("; %s of goroutines that outlived the test dropped", plural(int(ts.Late), "event", "events"))
+	}
+	return analyzePrepared(ctx, s, o, j, s.ws.rawTracePath(j.pkg.ImportPath, j.test), pr.load,
+		time.Duration(ts.End-ts.Begin), more)
+}
+
+// crashRE finds the goroutine a Go crash (an unrecovered panic, a fatal
+// error) happened on: the first goroutine header after "panic:" or
+// "fatal error:", and its stack up to the next blank line.
+var crashRE = regexp.MustCompile(`(?m)^(?:panic|fatal error): [\s\S]*?^goroutine (\d+) \[[^\n]*\n((?:.+\n)*)`)
+
+// createdRE finds the goroutine that created the one whose stack it reads.
+var createdRE = regexp.MustCompile(`(?m)^created by .* in goroutine (\d+)$`)
+
+// crashGoroutine returns the goroutine of the crash in the run's output
+// and the goroutine that created it (0: not said).
+func crashGoroutine(output string) (g, creator uint64, ok bool) {
+	data, err := os.ReadFile(output)
+	if err != nil {
+		return 0, 0, false
+	}
+	m := crashRE.FindSubmatch(data)
+	if m == nil {
+		return 0, 0, false
+	}
+	g, err = strconv.ParseUint(string(m[1]), 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if c := createdRE.FindSubmatch(m[2]); c != nil {
+		creator, _ = strconv.ParseUint(string(c[1]), 10, 64)
+	}
+	return g, creator, true
+}
+
+// logSplit appends what the split did to the package run's log.
+func logSplit(path string, res runResult, st *split.Stats, kept, n int) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nwafl: package run: exit status %d, timed out %v, %s; %d of %d tests kept, the others run alone\n",
+		res.ExitCode, res.TimedOut, res.Duration.Round(time.Millisecond), kept, n)
+	fmt.Fprintf(&b, "wafl: split: %d events, %d marks, prologue %d, epilogue %d, shared %d, unattributed %d, truncated %v\n",
+		st.Events, st.Marks, st.Prologue, st.Epilogue, st.Shared, st.Unattributed, st.Truncated)
+	for _, ts := range st.Tests {
+		if ts.Late > 0 || !ts.Ended || ts.Failed {
+			fmt.Fprintf(&b, "wafl: split: %s: runs %d, ended %v, failed %v, events %d, late (dropped) %d\n",
+				ts.Name, ts.Runs, ts.Ended, ts.Failed, ts.Events, ts.Late)
+		}
+	}
+	f.WriteString(b.String())
+}

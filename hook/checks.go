@@ -21,17 +21,8 @@ func Check(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func checkEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	switch m {
-	case uint32(ModeDetect):
-		inject.At(site, obj)
-	case uint32(ModeBasic):
-		inject.Access(site, obj, abi.OpCheck) // not a near-miss access; no check-then-act pairs online
-	case uint32(ModeDetectRecord):
-		inject.At(site, obj)
-		record.Add(site, obj, abi.OpCheck)
-	default:
-		record.Add(site, obj, abi.OpCheck)
-	}
+	// Basic mode sees it as an access but forms no check-then-act pair online.
+	event(m, site, obj, abi.OpCheck)
 }
 
 // Close is called before close(ch): Dispose's event, and in detection
@@ -45,19 +36,9 @@ func Close(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func closeEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	switch m {
-	case uint32(ModeDetect):
-		inject.At(site, obj)
+	event(m, site, obj, abi.OpDispose)
+	if injecting(m) {
 		inject.Closing(site, obj)
-	case uint32(ModeBasic):
-		inject.Access(site, obj, abi.OpDispose)
-		inject.Closing(site, obj)
-	case uint32(ModeDetectRecord):
-		inject.At(site, obj)
-		inject.Closing(site, obj)
-		record.Add(site, obj, abi.OpDispose)
-	default:
-		record.Add(site, obj, abi.OpDispose)
 	}
 }
 
@@ -72,19 +53,9 @@ func Send(site uint32, obj unsafe.Pointer) {
 
 //go:noinline
 func sendEvent(m uint32, site uint32, obj unsafe.Pointer) {
-	switch m {
-	case uint32(ModeDetect):
-		inject.At(site, obj)
+	event(m, site, obj, abi.OpUse)
+	if injecting(m) {
 		inject.Sending(site, obj)
-	case uint32(ModeBasic):
-		inject.Access(site, obj, abi.OpUse)
-		inject.Sending(site, obj)
-	case uint32(ModeDetectRecord):
-		inject.At(site, obj)
-		inject.Sending(site, obj)
-		record.Add(site, obj, abi.OpUse)
-	default:
-		record.Add(site, obj, abi.OpUse)
 	}
 }
 
@@ -112,4 +83,11 @@ func derefEvent(m uint32, site uint32, slot unsafe.Pointer, kind uint8) {
 	default:
 		record.Add(site, slot, abi.OpUse)
 	}
+}
+
+// injecting reports whether mode m delays (detection, basic and
+// detect-record runs), so that the panic notes after an event's delay
+// are made.
+func injecting(m uint32) bool {
+	return m == uint32(ModeDetect) || m == uint32(ModeBasic) || m == uint32(ModeDetectRecord)
 }

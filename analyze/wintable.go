@@ -111,16 +111,17 @@ func (w *winTable) grow() {
 	}
 }
 
-// merge adds every window of o to w.
-func (w *winTable) merge(o *winTable) {
-	for id, k := range o.keys {
-		w.add(k.first, k.g, o.cur[id])
-	}
-	for _, c := range o.chunks {
+// counts calls fn with every key and the number of its intervals before
+// merging (each gives at most that many).
+func (w *winTable) counts(fn func(k ivKey, n int)) {
+	n := make([]int32, len(w.keys))
+	for _, c := range w.chunks {
 		for _, r := range c {
-			k := o.keys[r.id]
-			w.add(k.first, k.g, r.iv)
+			n[r.id]++
 		}
+	}
+	for id, k := range w.keys {
+		fn(k, int(n[id])+1)
 	}
 }
 

@@ -131,7 +131,6 @@ type tuning struct {
 	reorderHorizon time.Duration // 0: reorderHorizon; < 0: no reordering
 	reorderMax     int           // rows the reordering may hold; 0: a quarter of the budget
 	waitKeep       time.Duration // trace time the waiting-use log keeps; 0: 2δ
-	shard          int           // streaming pair pass: 0 sharded with two CPUs, > 0 sharded, < 0 not
 	overwritten    int64         // set by run: waiting-use log entries overwritten
 }
 
@@ -194,7 +193,7 @@ type analysis struct {
 	tune    *tuning
 	forest  *forest
 	pairs   map[pairKey]*pairAgg // found by the strategy
-	wins    []*winTable          // their interference windows (none: in pairs)
+	wins    *winTable            // their interference windows (nil: in pairs)
 	checks  *checkRows           // check and dispose rows (checkact.go)
 	stats   *Stats
 }
@@ -491,20 +490,13 @@ func (a *analysis) mergePairer(p *pairer) {
 	a.stats.PrunedWindow += p.prunedWindow
 	a.stats.PrunedSameG += p.prunedSameG
 	a.stats.PrunedFork += p.prunedFork
-	if a.pairs == nil {
-		a.pairs = p.pairs
-	} else {
-		for k, q := range p.pairs {
-			if agg := a.pairs[k]; agg != nil {
-				agg.merge(q)
-			} else {
-				a.pairs[k] = q
-			}
-		}
-	}
-	p.pairs = nil
+	a.pairs, p.pairs = p.pairs, nil
 	if p.wins != nil {
-		a.wins = append(a.wins, p.wins)
+		if a.wins == nil {
+			a.wins = p.wins
+		} else {
+			a.wins.merge(p.wins)
+		}
 		p.wins = nil
 	}
 }

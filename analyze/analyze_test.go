@@ -63,56 +63,14 @@ func analyzeRows(t *testing.T, rows []row, opts Options) (*plans.Plan, *Stats) {
 	return analyzeTuned(t, rows, opts, &tuning{})
 }
 
-// analyzeTuned is analyzeRows with the knobs of tests. Unless the test
-// chose, it returns the analysis with one streaming pairer, and fails
-// unless the analysis with the pair pass sharded gives the same (see
-// sameAnalysis).
+// analyzeTuned is analyzeRows with the knobs of tests.
 func analyzeTuned(t *testing.T, rows []row, opts Options, tune *tuning) (*plans.Plan, *Stats) {
 	t.Helper()
-	if tune.shard == 0 {
-		sharded := *tune
-		sharded.shard = 1
-		p2, st2 := analyzeTuned(t, rows, opts, &sharded)
-		tune.shard = -1
-		p, st := analyzeTuned(t, rows, opts, tune)
-		tune.shard = 0
-		sameAnalysis(t, "sharded pair pass", p2, p, st2, st)
-		return p, st
-	}
 	p, st, err := run(context.Background(), source(rows, 3).Opener(), opts, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, st
-}
-
-// sameAnalysis fails unless the plans (but their creation time) and the
-// statistics (but the duration) of a sharded analysis (p, st) and one
-// with one pairer (q, su) are equal. One exception: each shard's
-// waiting-use log and memory budget are its own, so the sharded pass may
-// give up on a trace where one pairer does not, or the reverse, for those
-// reasons (never for the order of the rows); then what the exact passes
-// count their own way (passes, log rows) may differ too.
-func sameAnalysis(t *testing.T, what string, p, q *plans.Plan, st, su *Stats) {
-	t.Helper()
-	pc, qc := *p, *q
-	pc.Provenance.Created, qc.Provenance.Created = "", ""
-	if !reflect.DeepEqual(pc, qc) {
-		t.Fatalf("%s: plans differ:\n%+v\n%+v", what, pc, qc)
-	}
-	a, b := *st, *su
-	a.Duration, b.Duration = 0, 0
-	if a.StreamFallback != b.StreamFallback {
-		for _, why := range []string{a.StreamFallback, b.StreamFallback} {
-			if why != "" && !strings.Contains(why, "left the log") && !strings.Contains(why, "memory budget") {
-				t.Fatalf("%s: gave up for %q / %q", what, a.StreamFallback, b.StreamFallback)
-			}
-		}
-		a.Streamed, a.StreamFallback, a.Passes, a.LogRows, a.LogSpilled = b.Streamed, b.StreamFallback, b.Passes, b.LogRows, b.LogSpilled
-	}
-	if !reflect.DeepEqual(a, b) {
-		t.Fatalf("%s: stats differ:\n%+v\n%+v", what, a, b)
-	}
 }
 
 // pairsOf lists the plan's pairs as "kind first→second".
@@ -577,17 +535,6 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 	if !reflect.DeepEqual(stream, exact) {
 		t.Fatal("streamed plan differs from the exact plan")
 	}
-	// The pair pass sharded or not (Run shards with two CPUs).
-	for _, shard := range []int{-1, 1} {
-		p, st, err := run(context.Background(), src.Opener(), opts, &tuning{shard: shard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameAnalysis(t, fmt.Sprintf("shard %d", shard), p, stream, st, sst)
-		if !st.Streamed {
-			t.Fatalf("shard %d: gave up: %s", shard, st.StreamFallback)
-		}
-	}
 	a, b := *sst, *est
 	a.Duration, b.Duration, a.Passes, b.Passes, a.Streamed = 0, 0, 0, 0, false
 	if !reflect.DeepEqual(a, b) {
@@ -596,16 +543,14 @@ func TestStreamingMatchesExactOnSynthetic(t *testing.T) {
 	// A waiting-use log that keeps only δ (2 ms) of trace time instead of
 	// 2δ must not change anything either (the trace is sorted: no dispose
 	// arrives late).
-	for _, shard := range []int{-1, 1} {
-		tune := &tuning{waitKeep: 2 * time.Millisecond, shard: shard}
-		swept, wst, err := run(context.Background(), src.Opener(), opts, tune)
-		if err != nil {
-			t.Fatal(err)
-		}
-		swept.Provenance.Created = ""
-		if !wst.Streamed || tune.overwritten == 0 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
-			t.Fatalf("short log, shard %d: streamed %v (%q), %d overwritten, same plan %v, stats %+v", shard, wst.Streamed, wst.StreamFallback, tune.overwritten, reflect.DeepEqual(swept, exact), wst)
-		}
+	tune := &tuning{waitKeep: 2 * time.Millisecond}
+	swept, wst, err := run(context.Background(), src.Opener(), opts, tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept.Provenance.Created = ""
+	if !wst.Streamed || tune.overwritten == 0 || !reflect.DeepEqual(swept, exact) || wst.Instances != est.Instances || wst.PrunedWindow != est.PrunedWindow {
+		t.Fatalf("short log: streamed %v (%q), %d overwritten, same plan %v, stats %+v", wst.Streamed, wst.StreamFallback, tune.overwritten, reflect.DeepEqual(swept, exact), wst)
 	}
 	if sst.Candidates < 100 || sst.PrunedWindow == 0 || sst.PrunedFork == 0 || sst.PrunedSameG == 0 {
 		t.Fatalf("synthetic trace too tame to compare: %+v", sst)

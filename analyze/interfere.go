@@ -342,12 +342,13 @@ func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
 // there are two CPUs).
 func (a *analysis) windows(locs []plans.Location) *windows {
 	sites := newSiteSet(locs)
-	// Pairers without a table (check-then-act) left their windows in the
-	// aggregates. The tables of two pairers may hold windows of one key:
-	// taking both changes no answer of pass 3 (windows may overlap).
-	wins := newWinTable()
-	tables := append(a.wins, wins)
+	wins := a.wins
+	if wins == nil {
+		wins = newWinTable()
+	}
 	a.wins = nil
+	// Pairers without a table (check-then-act) left their windows in the
+	// aggregates.
 	for k, p := range a.pairs {
 		for i := range p.ivs {
 			w := &p.ivs[i]
@@ -361,28 +362,24 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 	// Each goroutine's list is allocated once, at most the number of its
 	// keys' intervals (each merges some of them).
 	size := make(map[uint64]int)
-	for _, w := range tables {
-		w.counts(func(k ivKey, n int) { size[k.g] += n })
-	}
+	wins.counts(func(k ivKey, n int) { size[k.g] += n })
 	perG := make(map[uint64][]labeled, len(size))
 	for g, n := range size {
 		perG[g] = make([]labeled, 0, n)
 	}
 	size = nil
 	var gs []uint64
-	for _, w := range tables {
-		w.each(func(k ivKey, ivs []interval) {
-			label := sites.index(k.first)
-			ws := perG[k.g]
-			if len(ws) == 0 {
-				gs = append(gs, k.g)
-			}
-			for _, iv := range ivs {
-				ws = append(ws, labeled{iv.lo, iv.hi, label})
-			}
-			perG[k.g] = ws
-		})
-	}
+	wins.each(func(k ivKey, ivs []interval) {
+		label := sites.index(k.first)
+		ws := perG[k.g]
+		if len(ws) == 0 {
+			gs = append(gs, k.g)
+		}
+		for _, iv := range ivs {
+			ws = append(ws, labeled{iv.lo, iv.hi, label})
+		}
+		perG[k.g] = ws
+	})
 	xs := make([]*winIndex, len(gs))
 	workers := min(runtime.GOMAXPROCS(0), 2, len(gs))
 	var next atomic.Int64

@@ -231,18 +231,6 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 	agg.window(g2, interval{lo, t2})
 }
 
-// merge adds the instances of q, the same pair's aggregate from another
-// pairer (whose windows are kept apart), to agg.
-func (agg *pairAgg) merge(q *pairAgg) {
-	agg.count += q.count
-	agg.minGap = min(agg.minGap, q.minGap)
-	if q.maxGap > agg.maxGap || q.maxGap == agg.maxGap && q.obj < agg.obj {
-		agg.maxGap, agg.obj = q.maxGap, q.obj
-	}
-	agg.ivs = append(agg.ivs, q.ivs...)
-	agg.winID, agg.winG = 0, 0
-}
-
 // window adds a window of goroutine g to the pair.
 func (agg *pairAgg) window(g uint64, iv interval) {
 	if h := agg.hint; h < len(agg.ivs) && agg.ivs[h].g == g {

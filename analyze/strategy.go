@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"runtime"
-	"sync"
 
 	"github.com/memorder/wafl/abi"
 )
@@ -46,61 +45,19 @@ type gaveUp string
 func (g gaveUp) Error() string { return "streaming pass gave up: " + string(g) }
 
 // streaming is the one-pass strategy (streamPairer).
-//
-// With two CPUs the pair pass is split by object between two pairers
-// (objects are independent in it): sp in the analysis goroutine and side,
-// which takes the objects of a share sideShare of the hash space, in the
-// decoding goroutine after the rest of its work (decoding, reordering,
-// counting, the interference log), which leaves that goroutine room. Each
-// sees every fork row and keeps its own fork forest; their pairs and
-// windows are merged at the end (the aggregates do not depend on the order
-// of their instances). No batch waits for the other pairer: side is a
-// batch ahead, and publishes where it gave up (rep), so that the analysis
-// goroutine gives up at the batch and for the reason of the first
-// offending row, as one pairer would.
 type streaming struct {
 	sp      *streamPairer
-	side    *streamPairer // nil: not sharded
-	rep     sideReport
 	log     *ilog
 	horizon int64 // of the reordering; ≤ 0: none
 	maxHeld int   // rows the reordering may hold
-
-	pubFail, pubFork bool // decoding goroutine: what side published
-}
-
-// sideShare is the share of the objects the side pairer takes: the
-// decoding goroutine's other work is about half the pair pass's on the
-// 50M-event benchmark (docs/benchmarks-analyze.md).
-const sideShare = 1.0 / 3
-
-// sideReport is where the side pairer gave up (seq 0: it did not).
-type sideReport struct {
-	mu               sync.Mutex
-	failSeq, forkSeq int64
-	failRow, forkRow int
-	failWhy, forkWhy string
 }
 
 func newStreaming(a *analysis) *streaming {
 	s := &streaming{
+		sp:      newStreamPairer(a.delta, a.budget, int64(a.tune.waitKeep)),
 		log:     newIlog(a.delta, a.budget/2, a.tempDir),
 		horizon: reorderHorizon,
 		maxHeld: int(a.budget / 4 / 40), // a quarter of the budget at 40 B a row
-	}
-	shard := runtime.GOMAXPROCS(0) >= 2
-	if a.tune.shard != 0 {
-		shard = a.tune.shard > 0
-	}
-	if shard {
-		sideBudget := int64(float64(a.budget) * sideShare)
-		s.sp = newStreamPairer(a.delta, a.budget-sideBudget, int64(a.tune.waitKeep))
-		s.side = newStreamPairer(a.delta, sideBudget, int64(a.tune.waitKeep))
-		split := uint64(float64(1<<63) * 2 * sideShare)
-		s.sp.split, s.side.split, s.side.side = split, split, true
-		s.side.p.noFork = a.noFork
-	} else {
-		s.sp = newStreamPairer(a.delta, a.budget, int64(a.tune.waitKeep))
 	}
 	s.sp.p.noFork = a.noFork
 	if a.tune.reorderHorizon != 0 {
@@ -113,78 +70,18 @@ func newStreaming(a *analysis) *streaming {
 }
 
 func (s *streaming) decode() (*reorder, func(*abi.Batch)) {
-	pre := s.log.batch
-	if s.side != nil {
-		pre = s.sideBatch
-	}
 	if s.horizon <= 0 {
-		return nil, pre
+		return nil, s.log.batch
 	}
-	return newReorder(s.horizon, s.maxHeld), pre
-}
-
-// sideBatch is the decoding goroutine's work on a batch of pass 1 when
-// the pair pass is sharded.
-func (s *streaming) sideBatch(c *abi.Batch) {
-	s.log.batch(c)
-	sd := s.side
-	sd.batch(c)
-	if sd.failSeq != 0 && !s.pubFail || sd.forkSeq != 0 && !s.pubFork {
-		s.rep.mu.Lock()
-		if sd.failSeq != 0 && !s.pubFail {
-			s.rep.failSeq, s.rep.failRow, s.rep.failWhy, s.pubFail = sd.failSeq, sd.failRow, sd.failed, true
-		}
-		if sd.forkSeq != 0 && !s.pubFork {
-			s.rep.forkSeq, s.rep.forkRow, s.rep.forkWhy, s.pubFork = sd.forkSeq, sd.forkRow, sd.forkBad, true
-		}
-		s.rep.mu.Unlock()
-	}
+	return newReorder(s.horizon, s.maxHeld), s.log.batch
 }
 
 func (s *streaming) batch(c *abi.Batch) error {
 	s.sp.batch(c)
-	why := s.sp.why()
-	if s.side != nil {
-		why = s.why()
-	}
-	if why != "" {
+	if why := s.sp.why(); why != "" {
 		return gaveUp(why)
 	}
 	return nil
-}
-
-// why is the reason the sharded pair pass gives up after the current
-// batch, "" if it goes on: that of the first row that made a pairer fail,
-// else that of the first fork row one refused — the reason one pairer
-// would give (streamPairer.why). The side pairer is at or past the
-// current batch; what it found in a later batch is not looked at yet.
-func (s *streaming) why() string {
-	type at struct {
-		seq int64
-		row int
-		why string
-	}
-	seq := s.sp.seq
-	s.rep.mu.Lock()
-	r := at{s.rep.failSeq, s.rep.failRow, s.rep.failWhy}
-	f := at{s.rep.forkSeq, s.rep.forkRow, s.rep.forkWhy}
-	s.rep.mu.Unlock()
-	first := func(x, y at) at { // the earlier of two, seq 0 or past the batch: none
-		if x.seq == 0 || x.seq > seq {
-			x = at{}
-		}
-		if y.seq == 0 || y.seq > seq {
-			return x
-		}
-		if x.seq == 0 || y.seq < x.seq || y.seq == x.seq && y.row < x.row {
-			return y
-		}
-		return x
-	}
-	if r = first(r, at{s.sp.failSeq, s.sp.failRow, s.sp.failed}); r.seq != 0 {
-		return r.why
-	}
-	return first(f, at{s.sp.forkSeq, s.sp.forkRow, s.sp.forkBad}).why
 }
 
 func (s *streaming) pairs(a *analysis) error {
@@ -193,16 +90,11 @@ func (s *streaming) pairs(a *analysis) error {
 	}
 	a.stats.Streamed = true
 	a.stats.Partitions = 1
-	for _, sp := range []*streamPairer{s.sp, s.side} {
-		if sp == nil {
-			continue
-		}
-		a.stats.Objects += sp.objects()
-		a.tune.overwritten += sp.overwritten
-		a.mergePairer(sp.p)
-		sp.release()
-	}
-	s.sp, s.side = nil, nil
+	a.stats.Objects = s.sp.objects()
+	a.tune.overwritten = s.sp.overwritten
+	a.mergePairer(s.sp.p)
+	s.sp.release()
+	s.sp = nil
 	// The streaming state is the bulk of the heap and garbage now:
 	// collect it before pass 3 allocates its windows, so that the heap
 	// does not grow to twice their sum.
@@ -216,9 +108,6 @@ func (s *streaming) close() {
 	s.log.close()
 	if s.sp != nil {
 		s.sp.release()
-	}
-	if s.side != nil {
-		s.side.release()
 	}
 }
 

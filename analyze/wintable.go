@@ -111,6 +111,19 @@ func (w *winTable) grow() {
 	}
 }
 
+// merge adds every window of o to w.
+func (w *winTable) merge(o *winTable) {
+	for id, k := range o.keys {
+		w.add(k.first, k.g, o.cur[id])
+	}
+	for _, c := range o.chunks {
+		for _, r := range c {
+			k := o.keys[r.id]
+			w.add(k.first, k.g, r.iv)
+		}
+	}
+}
+
 // counts calls fn with every key and the number of its intervals before
 // merging (each gives at most that many).
 func (w *winTable) counts(fn func(k ivKey, n int)) {

@@ -706,6 +706,7 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
 	e.logLate(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 21)
 	e.logTrap(plans.UseBeforeInit, access{obj: 0x1000, t: 5, g: 7, site: 1}, access{obj: 0x1000, t: 9, g: 8, site: 2}, 5*ms)
+	e.logAwait(l, 7, 5*ms)
 	e.logFinish(0)
 	seen := map[string]bool{}
 	for _, r := range e.records(t) {
@@ -761,5 +762,58 @@ func TestRunSlackAddedToLearnedDelay(t *testing.T) {
 	fixed := newTestEngine(t, testPlan(location(3, 10*ms, 1, 5)), func(c *config) { c.ablate.fixedDelay = true })
 	if got := fixed.table[3].delayNs; got != FixedDelayNs {
 		t.Errorf("fixed-delay ablation: delay %d, want %d", got, FixedDelayNs)
+	}
+}
+
+// uadLocation is a use-after-dispose location: use site, dispose seconds.
+func uadLocation(site uint32, delay int64, prob float64, seconds ...uint32) plans.Location {
+	l := location(site, delay, prob, seconds...)
+	for i := range l.Pairs {
+		l.Pairs[i].Kind = plans.UseAfterDispose
+	}
+	return l
+}
+
+// The first dispose at a partner site waits the location's delay when the
+// use has not come yet in this run (a late partner), once per run; it
+// does not wait when the use came, for a use-before-init pair, or when the
+// location's draw will not delay its first instance.
+func TestAwaitLatePartner(t *testing.T) {
+	e := newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	e.clk.set(10 * ms)
+	e.hit(2, 7) // the dispose; the use (site 1) has not come
+	if got := e.clk.t.Load(); got != 15*ms {
+		t.Fatalf("dispose waited until %d, want %d", got, 15*ms)
+	}
+	e.hit(2, 7) // a second dispose: no second wait
+	if got := e.clk.t.Load(); got != 15*ms || e.awaits.Load() != 1 {
+		t.Fatalf("second dispose: clock %d, awaits %d", got, e.awaits.Load())
+	}
+	e.logFinish(0)
+	if n := count(e.records(t), abi.EvAwait, func(r map[string]any) bool { return r["site"] == 2.0 && r["ns"] == float64(5*ms) }); n != 1 {
+		t.Errorf("%d await records, want 1", n)
+	}
+
+	// The use came first: the dispose does not wait.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	e.hit(1, 8) // delayed 5 ms
+	e.hit(2, 7)
+	if got := e.clk.t.Load(); got != 5*ms || e.awaits.Load() != 0 {
+		t.Fatalf("use first: clock %d, awaits %d", got, e.awaits.Load())
+	}
+
+	// Use-before-init: the partner is an init, nothing waits.
+	e = newTestEngine(t, testPlan(location(1, 5*ms, 1, 2)), nil)
+	e.hit(2, 7)
+	if e.clk.t.Load() != 0 || e.awaits.Load() != 0 {
+		t.Fatalf("use-before-init: clock %d", e.clk.t.Load())
+	}
+
+	// P = 0.5: the wait follows the location's draw for its instance 0.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 0.5, 2)), nil)
+	will := uniform(e.cfg.seed, 1, 0) < 0.5
+	e.hit(2, 7)
+	if waited := e.clk.t.Load() == 5*ms; waited != will {
+		t.Fatalf("P = 0.5: waited %v, the draw says %v", waited, will)
 	}
 }

@@ -280,31 +280,55 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 // late partner (docs/algorithm.md, "Waiting for a late partner"): when a
 // use-after-dispose location ℓ1 of l is live, has not been reached in this
 // run and will delay its first instance (P = 1, or its seeded draw for
-// instance 0 says yes), the goroutine disposing sleeps ℓ1's delay here
-// once, so that a partner that starts late this run still gets to its use
-// before the dispose, and then is delayed past it as planned. The wait
-// counts against the run's delay budget.
+// instance 0 says yes), the goroutine disposing waits here, once, until
+// such a location is reached (its goroutine passed its check and is now
+// delayed at ℓ1, so its use comes after this dispose) or the run's
+// maximum delay has passed. The wait counts against the run's delay
+// budget.
 func (e *engine) awaitLate(l *loc, g uint64) {
-	var d int64
+	var wait []*loc
 	for _, a := range l.awaits {
-		if a.dead.Load() || a.instances.Load() > 0 {
+		if a.dead.Load() || a.instances.Load() > 0 || a.delayNs <= 0 {
 			continue
 		}
 		if p := a.prob(); p <= 0 || p < 1 && uniform(e.cfg.seed, a.site, 0) >= p {
 			continue
 		}
-		d = max(d, a.delayNs)
+		wait = append(wait, a)
 	}
-	if d <= 0 || !l.awaited.CompareAndSwap(false, true) {
+	if len(wait) == 0 || !l.awaited.CompareAndSwap(false, true) {
 		return
 	}
-	if e.total.Add(d) > e.params.MaxDelayPerRunNs {
-		e.total.Add(-d)
+	bound := e.params.MaxDelayNs
+	for _, a := range wait {
+		bound = max(bound, a.delayNs)
+	}
+	if e.total.Add(bound) > e.params.MaxDelayPerRunNs {
+		e.total.Add(-bound)
 		return
 	}
 	e.awaits.Add(1)
-	e.logAwait(l, g, d)
-	e.clk.sleep(d)
+	start := e.clk.now()
+	waited := int64(0)
+	for waited < bound && !anyReached(wait) {
+		e.clk.sleep(min(awaitStepNs, bound-waited))
+		waited = e.clk.now() - start
+	}
+	e.total.Add(min(waited, bound) - bound) // the budget pays what was waited
+	e.logAwait(l, g, waited)
+}
+
+// awaitStepNs is how often a waiting dispose looks for its partner.
+const awaitStepNs = int64(time.Millisecond)
+
+// anyReached reports whether one of the locations has been reached.
+func anyReached(locs []*loc) bool {
+	for _, a := range locs {
+		if a.instances.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // before handles hook.Before for site l: the delay of l, when l is a live

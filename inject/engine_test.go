@@ -18,12 +18,22 @@ const ms = int64(time.Millisecond)
 
 // fakeClock is a manual clock: sleep advances it, so engine logic is
 // tested without wall-clock timing.
-type fakeClock struct{ t atomic.Int64 }
+type fakeClock struct {
+	t atomic.Int64
+	// sleepHook, if set, runs after each sleep (a test's other goroutine
+	// acting while one sleeps).
+	sleepHook func()
+}
 
 func (c *fakeClock) clock() clock {
 	return clock{
-		now:       func() int64 { return c.t.Load() },
-		sleep:     func(ns int64) { c.t.Add(ns) },
+		now: func() int64 { return c.t.Load() },
+		sleep: func(ns int64) {
+			c.t.Add(ns)
+			if c.sleepHook != nil {
+				c.sleepHook()
+			}
+		},
 		unixStart: 1,
 	}
 }
@@ -774,25 +784,44 @@ func uadLocation(site uint32, delay int64, prob float64, seconds ...uint32) plan
 	return l
 }
 
-// The first dispose at a partner site waits the location's delay when the
-// use has not come yet in this run (a late partner), once per run; it
-// does not wait when the use came, for a use-before-init pair, or when the
-// location's draw will not delay its first instance.
+// The first dispose at a partner site waits, when the use has not come
+// yet in this run (a late partner), until it comes or for the run's
+// maximum delay, once per run; it does not wait when the use came, for a
+// use-before-init pair, or when the location's draw will not delay its
+// first instance.
 func TestAwaitLatePartner(t *testing.T) {
 	e := newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	bound := e.params.MaxDelayNs
 	e.clk.set(10 * ms)
-	e.hit(2, 7) // the dispose; the use (site 1) has not come
-	if got := e.clk.t.Load(); got != 15*ms {
-		t.Fatalf("dispose waited until %d, want %d", got, 15*ms)
+	e.hit(2, 7) // the dispose; the use (site 1) never comes
+	if got := e.clk.t.Load(); got != 10*ms+bound {
+		t.Fatalf("dispose waited until %d, want %d", got, 10*ms+bound)
+	}
+	if e.total.Load() != bound {
+		t.Fatalf("budget charged %d, want %d", e.total.Load(), bound)
 	}
 	e.hit(2, 7) // a second dispose: no second wait
-	if got := e.clk.t.Load(); got != 15*ms || e.awaits.Load() != 1 {
+	if got := e.clk.t.Load(); got != 10*ms+bound || e.awaits.Load() != 1 {
 		t.Fatalf("second dispose: clock %d, awaits %d", got, e.awaits.Load())
 	}
 	e.logFinish(0)
-	if n := count(e.records(t), abi.EvAwait, func(r map[string]any) bool { return r["site"] == 2.0 && r["ns"] == float64(5*ms) }); n != 1 {
+	if n := count(e.records(t), abi.EvAwait, func(r map[string]any) bool { return r["site"] == 2.0 && r["ns"] == float64(bound) }); n != 1 {
 		t.Errorf("%d await records, want 1", n)
 	}
+
+	// The partner arrives during the wait: the dispose goes on at once.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	steps := 0
+	e.clk.sleepHook = func() {
+		if steps++; steps == 3 {
+			e.table[1].instances.Add(1) // the late goroutine reached site 1
+		}
+	}
+	e.hit(2, 7)
+	if got := e.clk.t.Load(); got != 3*awaitStepNs {
+		t.Fatalf("partner came after 3 steps: dispose waited until %d", got)
+	}
+	e.clk.sleepHook = nil
 
 	// The use came first: the dispose does not wait.
 	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
@@ -813,7 +842,7 @@ func TestAwaitLatePartner(t *testing.T) {
 	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 0.5, 2)), nil)
 	will := uniform(e.cfg.seed, 1, 0) < 0.5
 	e.hit(2, 7)
-	if waited := e.clk.t.Load() == 5*ms; waited != will {
+	if waited := e.clk.t.Load() == e.params.MaxDelayNs; waited != will {
 		t.Fatalf("P = 0.5: waited %v, the draw says %v", waited, will)
 	}
 }

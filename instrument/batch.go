@@ -80,6 +80,7 @@ func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, over
 	}
 	for _, u := range us {
 		args = append(args, u.pkg.ImportPath)
+		removeIfNotObject(filepath.Join(out, testBinaryName(u.pkg.ImportPath)))
 	}
 	// File times have the kernel's clock tick as resolution: allow for it.
 	start := time.Now().Add(-mtimeSlack)
@@ -130,6 +131,27 @@ func linkFile(src, dst string) error {
 		}
 	}
 	return os.Rename(tmp, dst)
+}
+
+// removeIfNotObject removes the file at path unless it starts like an
+// executable: the go command refuses to write its -o output over a file
+// that is not one ("already exists and is not an object file"), and a
+// binary in bin/ written over in place (it is a hard link to the batch's
+// output) must not stop the next build.
+func removeIfNotObject(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	f.Close()
+	for _, m := range []string{"\x7fELF", "MZ", "\xfe\xed\xfa\xce", "\xfe\xed\xfa\xcf", "\xce\xfa\xed\xfe", "\xcf\xfa\xed\xfe", "\x00asm"} {
+		if strings.HasPrefix(string(magic[:n]), m) {
+			return
+		}
+	}
+	os.Remove(path)
 }
 
 // copyFile copies src to dst with src's permission bits.

@@ -34,6 +34,7 @@ B=${WAFL_BASE:-}
 rounds=${ROUNDS:-3}
 n=${N:-20}
 work=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/wafl-detectcost.XXXXXX")}
+mkdir -p "$work"
 if [[ -z ${WORK:-} && ${KEEP:-0} != 1 ]]; then trap 'rm -rf "$work"' EXIT; fi
 cd "$dir"
 name=$(go list -m)
@@ -76,9 +77,9 @@ for mode in off detect; do
 		cd "$1"
 		for i in $(seq "$2"); do
 			if [[ $3 == detect ]]; then
-				WAFL_MODE=detect WAFL_PLAN=$5 WAFL_SEED=1 WAFL_RUN=1 WAFL_LOG=$6/x.wlog WAFL_CRASH=$6/x.crash "$4" -test.run "^$" >/dev/null
+				WAFL_MODE=detect WAFL_PLAN=$5 WAFL_SEED=1 WAFL_RUN=1 WAFL_LOG=$6/x.wlog WAFL_CRASH=$6/x.crash "$4" -test.run "^$" >/dev/null 2>&1
 			else
-				"$4" -test.run "^$" >/dev/null
+				"$4" -test.run "^$" >/dev/null 2>&1
 			fi
 		done' _ "$pdir" "$n" "$mode" "$binary" "$plan" "$work" || echo "# $mode: a run failed"
 	read -r wall u s <"$work/time"

@@ -24,7 +24,8 @@ import (
 // order: pairer.instance), with gap τ2 − τ1 for the delay length and the
 // interference window [τ1 − δ, τ2] of g2.
 
-// checkRow is one check row kept for the check-then-act pass.
+// checkRow is one check or dispose row kept for the check-then-act pass
+// (and the predicted partners, predict.go).
 type checkRow struct {
 	t     int64
 	g     uint64
@@ -35,13 +36,12 @@ type checkRow struct {
 
 // checkRows keeps the check rows and the dispose rows of pass 1, up to a
 // share of the memory budget (40 B a row); beyond it, rows are dropped and
-// counted. Of a dispose the pass needs only its goroutine and time
-// (disposedIn): those go to fixed-size chunks, so that a trace with many
-// disposes and no checks (the common case) costs 16 B a dispose and no
-// copying as they accumulate.
+// counted. The dispose rows go to fixed-size chunks, in arrival order, so
+// that a trace with many disposes and no checks (the common case) does not
+// copy them again and again as they accumulate.
 type checkRows struct {
 	checks   []checkRow
-	disposes [][]gTime // chunks of dispChunk
+	disposes [][]checkRow // chunks of dispChunk
 	ndisp    int
 	limit    int
 	dropped  int64
@@ -76,16 +76,17 @@ func (r *checkRows) batch(c *abi.Batch) {
 			r.dropped++
 			continue
 		}
+		row := checkRow{t: c.Time[i], g: c.G[i], obj: c.Obj[i], clock: c.Clock[i], site: c.Site[i]}
 		if op == abi.OpCheck {
-			r.checks = append(r.checks, checkRow{t: c.Time[i], g: c.G[i], obj: c.Obj[i], clock: c.Clock[i], site: c.Site[i]})
+			r.checks = append(r.checks, row)
 			continue
 		}
 		k := len(r.disposes) - 1
 		if k < 0 || len(r.disposes[k]) == cap(r.disposes[k]) {
-			r.disposes = append(r.disposes, make([]gTime, 0, dispChunk))
+			r.disposes = append(r.disposes, make([]checkRow, 0, dispChunk))
 			k++
 		}
-		r.disposes[k] = append(r.disposes[k], gTime{g: c.G[i], t: c.Time[i]})
+		r.disposes[k] = append(r.disposes[k], row)
 		r.ndisp++
 	}
 }
@@ -108,7 +109,9 @@ func (a *analysis) checkPairs() {
 	})
 	disp := make([]gTime, 0, r.ndisp)
 	for _, c := range r.disposes {
-		disp = append(disp, c...)
+		for _, d := range c {
+			disp = append(disp, gTime{g: d.g, t: d.t})
+		}
 	}
 	r.disposes = nil
 	slices.SortFunc(disp, cmpGTime)

@@ -240,7 +240,7 @@ func TestMarkdown(t *testing.T) {
 	if strings.Contains(md, "/tmp/w/x.log") {
 		t.Error("log paths of the work directory leak into the document")
 	}
-	if !strings.Contains(md, "| a | 3 | – | 3.00× | 3.00× | 4.50× | 3.00× | +50.0 % | +0.0 % |") {
+	if !strings.Contains(md, "| ex.com/a | 3 | – | 3.00× | 3.00× | 4.50× | 3.00× | +50.0 % | +0.0 % |") {
 		t.Errorf("paired table missing:\n%s", md)
 	}
 	if PairedMedian([]float64{2, 6, 3}, []float64{1, 2, 0}) != 2.5 || PairedMedian(nil, []float64{1}) != 0 {

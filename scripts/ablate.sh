@@ -27,6 +27,8 @@ RUNS=${RUNS:-5}
 ABLATIONS=${ABLATIONS:-full fixed-delay parent-child basic}
 work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-ablate.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# shellcheck source=scripts/workdir.sh
+source "$root/scripts/workdir.sh"
 die() { echo "ablate.sh: $*" >&2; exit 2; }
 if [[ -z ${WAFL:-} ]]; then
 	WAFL=$work/wafl
@@ -57,9 +59,10 @@ for name in "${names[@]}"; do
 		exposed=0 runs=() dsum=0
 		for ((try = 1; try <= TRIES; try++)); do
 			d0=$dsum
-			dir=$work/$name.$m.$try
+			dir=$work/$name.$m
+			reset_workdir "$dir"
 			set +e
-			(cd "$examples" && "$WAFL" prepare --dir "$dir" "${abl[@]}" "./$name" >/dev/null 2>"$dir.prep.log")
+			(cd "$examples" && "$WAFL" prepare --dir "$dir" "${abl[@]}" "./$name" >"$dir.prep.log" 2>&1)
 			rc=$?
 			set -e
 			r=-1
@@ -70,7 +73,7 @@ for name in "${names[@]}"; do
 			esac
 			for ((run = 1; r < 0 && run <= RUNS; run++)); do
 				set +e
-				(cd "$examples" && "$WAFL" detect --runs 1 --dir "$dir" "${abl[@]}" "./$name" >/dev/null 2>"$dir.$run.log")
+				(cd "$examples" && "$WAFL" detect --runs 1 --dir "$dir" "${abl[@]}" "./$name" >"$dir.$run.log" 2>&1)
 				rc=$?
 				set -e
 				dsum=$((dsum + $(delays "$dir.$run.log")))

@@ -304,6 +304,10 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 			}
 			w("| %s | %d | %s |", x.Module, len(x.GoTest), load)
 			for _, n := range lnames {
+				if len(x.Prepare[n]) == 0 {
+					w(" – | – |")
+					continue
+				}
 				w(" %.2f× | %.2f× |", PairedMedian(walls(x.Prepare[n]), walls(x.GoTest)), PairedMedian(cpus(x.Prepare[n]), cpus(x.GoTest)))
 			}
 			for _, n := range lnames[min(1, len(lnames)):] {
@@ -324,6 +328,9 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 				w(" %.2f/%.2f", t.Wall, t.CPU)
 			}
 			for _, n := range lnames {
+				if len(x.Prepare[n]) == 0 {
+					continue
+				}
 				w("; %s (%s) prepare", n, orDash(x.Commits[n]))
 				for _, t := range x.Prepare[n] {
 					w(" %.2f/%.2f", t.Wall, t.CPU)

@@ -104,10 +104,18 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 	}
 
 	w("\n## Runs\n\n")
-	w("| label | wafl commit | binary | date (UTC) | machine | go | command |\n|---|---|---|---|---|---|---|\n")
+	w("| label | wafl commit | binary | date (UTC) | machine | go | commands |\n|---|---|---|---|---|---|---|\n")
 	for _, lr := range ls {
-		w("| %s | %s | `%s` | %s | %s | %s | `%s` |\n", lr.Label.Name, orDash(lr.Label.Commit), lr.Label.Binary,
-			lr.Date.UTC().Format("2006-01-02 15:04"), cell(lr.Machine), lr.Go, cell(lr.Command))
+		w("| %s | %s | `%s` | %s | %s | %s | %d, below |\n", lr.Label.Name, orDash(lr.Label.Commit), lr.Label.Binary,
+			lr.Date.UTC().Format("2006-01-02 15:04"), cell(lr.Machine), lr.Go, len(strings.Split(lr.Command, "; then ")))
+	}
+	// The invocations that filled each column, in order (a later one
+	// replaces the modules it ran).
+	for _, lr := range ls {
+		w("\n%s:\n\n", lr.Label.Name)
+		for _, c := range strings.Split(lr.Command, "; then ") {
+			w("- `%s`\n", strings.ReplaceAll(strings.TrimSpace(c), "`", "'"))
+		}
 	}
 	w("\nwafl flags of every module: `%s`.\n", strings.Join(ls[len(ls)-1].Flags, " "))
 	var skips []string

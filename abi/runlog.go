@@ -29,7 +29,11 @@ const (
 	// EvTrap: a basic-mode run (WAFL_ABLATE=basic) found a candidate
 	// pair online and added it to its trap set; the wafl process adds it
 	// to the plan.
-	EvTrap   = "trap"
+	EvTrap = "trap"
+	// EvAwait: the first dispose of the run at a partner site waited for
+	// a use-after-dispose location that had not been reached yet (a late
+	// partner; inject engine.awaitLate).
+	EvAwait  = "await"
 	EvLoc    = "loc"    // final state of one location, written by Finish
 	EvFinish = "finish" // last line: totals, written by Finish
 )
@@ -92,6 +96,7 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvPanic, Keys: []string{"site", "g", "obj", "kind"}},
 	{Ev: EvLate, Keys: []string{"first", "second", "id", "g", "need_ns", "delay_ns"}},
 	{Ev: EvTrap, Keys: []string{"first", "second", "kind", "obj", "gap", "g", "delay_ns"}},
+	{Ev: EvAwait, Keys: []string{"site", "g", "ns"}},
 	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
-	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns"}},
+	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns", "awaits"}},
 }

@@ -57,6 +57,9 @@ type Options struct {
 	// site table's "type"); pairs of two sites of different types are
 	// dropped as address reuse (slottypes.go). Nil keeps every pair.
 	SlotTypes map[uint32]string
+	// Sites describes the site table's sites for predicted partners
+	// (predict.go): nil predicts nothing.
+	Sites map[uint32]SiteInfo
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -98,6 +101,7 @@ type Stats struct {
 	PrunedSameG  int64 // instances dropped because both ops ran in one goroutine
 	PrunedFork   int64 // instances dropped because forks order them
 	PrunedType   int   // candidate pairs dropped because their slot types differ (address reuse)
+	Predicted    int   // candidate pairs predicted for late goroutines (predict.go)
 
 	Candidates   int // distinct candidate pairs {ℓ1, ℓ2} in S
 	Locations    int // distinct delay locations ℓ1
@@ -195,6 +199,8 @@ type analysis struct {
 	pairs   map[pairKey]*pairAgg // found by the strategy
 	wins    *winTable            // their interference windows (nil: in pairs)
 	checks  *checkRows           // check and dispose rows (checkact.go)
+	late    *lateTracker         // fork rows and goroutines that ran (predict.go; nil: off)
+	predict bool                 // Options.Sites given
 	stats   *Stats
 }
 
@@ -203,10 +209,14 @@ func newAnalysis(ctx context.Context, open Opener, delta int64, opts Options, tu
 	if budget <= 0 {
 		budget = 256 << 20
 	}
-	return &analysis{
+	a := &analysis{
 		ctx: ctx, open: open, delta: delta, noFork: opts.NoForkOrder, budget: budget, tempDir: opts.TempDir, tune: tune,
-		forest: newForest(), stats: &Stats{}, checks: newCheckRows(budget),
+		forest: newForest(), stats: &Stats{}, checks: newCheckRows(budget), predict: len(opts.Sites) > 0,
 	}
+	if a.predict {
+		a.late = newLateTracker()
+	}
+	return a
 }
 
 // strategy returns the strategy to start with: streaming, unless the
@@ -226,6 +236,9 @@ func (a *analysis) strategy(opts Options) (strategy, error) {
 func (a *analysis) restart(why string) {
 	a.forest = newForest()
 	a.checks = newCheckRows(a.budget)
+	if a.predict {
+		a.late = newLateTracker()
+	}
 	a.pairs, a.wins = nil, nil
 	a.stats = &Stats{Passes: a.stats.Passes, StreamFallback: why}
 }
@@ -251,7 +264,11 @@ func (a *analysis) count(c *abi.Batch) {
 	n := c.Len()
 	a.stats.Malformed += raggedRows(c)
 	a.stats.Events += int64(n)
+	l := a.late
 	for i, op := range c.Op[:n] {
+		if l != nil && (!l.any || c.G[i] != l.last || abi.Op(op) == abi.OpFork) {
+			l.row(abi.Op(op), c.Time[i], c.G[i], c.Obj[i])
+		}
 		switch abi.Op(op) {
 		case abi.OpUse:
 			if validSite(c.Site[i]) {
@@ -301,6 +318,8 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 		return nil, err
 	}
 	a.stats.PrunedType = a.dropAliased(opts.SlotTypes)
+	a.stats.Predicted = a.predictPairs(opts.Sites)
+	a.late = nil
 	a.checkPairs()
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {
@@ -546,10 +565,20 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 			Count:    int(min(agg.count, math.MaxInt32)),
 			MinGapNs: agg.minGap,
 			MaxGapNs: agg.maxGap,
+			From:     fromOf(agg),
 		})
 	}
 	p.Recompute()
 	return p
+}
+
+// fromOf is the origin a pair of this analysis gets: predicted, or the
+// trace's (empty).
+func fromOf(agg *pairAgg) string {
+	if agg.predicted {
+		return plans.FromPredicted
+	}
+	return ""
 }
 
 func kindOf(op abi.Op) plans.Kind {

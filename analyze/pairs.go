@@ -57,6 +57,9 @@ type pairAgg struct {
 	// a row, all with the disposing goroutine's window
 	winID int32
 	winG  uint64
+	// predicted: the pair was predicted for a late goroutine
+	// (predict.go), not seen in the trace
+	predicted bool
 }
 
 type gWindows struct {

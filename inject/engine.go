@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,12 @@ type loc struct {
 	pairs  []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
 	partnerOf []partnerRef
+	// awaits lists the live locations ℓ1 of the unpruned
+	// use-after-dispose pairs whose dispose is this site: the first
+	// dispose of a run here waits for a partner that has not come yet
+	// (awaitLate); awaited is set once it did.
+	awaits  []*loc
+	awaited atomic.Bool
 
 	// hoisted is set once the site's delay was injected before a
 	// guarding lock (Before): the site itself is then not delayed.
@@ -131,6 +138,7 @@ type engine struct {
 	hbPrunes atomic.Int64
 	reorders atomic.Int64
 	panics   atomic.Int64 // operations about to panic (panics.go)
+	awaits   atomic.Int64 // disposes that waited for a late partner (awaitLate)
 	stopped  atomic.Bool
 
 	mu   sync.Mutex
@@ -206,6 +214,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			if !l.pairs[j].pruned.Load() {
 				o := get(l.pairs[j].second)
 				o.partnerOf = append(o.partnerOf, partnerRef{first: l, pair: j})
+				if l.pairs[j].kind == plans.UseAfterDispose && !cfg.ablate.basic && !slices.Contains(o.awaits, l) {
+					o.awaits = append(o.awaits, l)
+				}
 			}
 		}
 	}
@@ -257,9 +268,67 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 		}
 		e.inferHB(l, g, t0, t)
 	}
+	if len(l.awaits) > 0 && !l.awaited.Load() {
+		e.awaitLate(l, g)
+	}
 	if l.isLoc && !l.dead.Load() && !l.hoisted.Load() {
 		e.maybeDelay(l, g, obj)
 	}
+}
+
+// awaitLate makes the first dispose of a run at partner site l wait for a
+// late partner (docs/algorithm.md, "Waiting for a late partner"): when a
+// use-after-dispose location ℓ1 of l is live, has not been reached in this
+// run and will delay its first instance (P = 1, or its seeded draw for
+// instance 0 says yes), the goroutine disposing waits here, once, until
+// such a location is reached (its goroutine passed its check and is now
+// delayed at ℓ1, so its use comes after this dispose) or the run's
+// maximum delay has passed. The wait counts against the run's delay
+// budget.
+func (e *engine) awaitLate(l *loc, g uint64) {
+	var wait []*loc
+	for _, a := range l.awaits {
+		if a.dead.Load() || a.instances.Load() > 0 || a.delayNs <= 0 {
+			continue
+		}
+		if p := a.prob(); p <= 0 || p < 1 && uniform(e.cfg.seed, a.site, 0) >= p {
+			continue
+		}
+		wait = append(wait, a)
+	}
+	if len(wait) == 0 || !l.awaited.CompareAndSwap(false, true) {
+		return
+	}
+	bound := e.params.MaxDelayNs
+	for _, a := range wait {
+		bound = max(bound, a.delayNs)
+	}
+	if e.total.Add(bound) > e.params.MaxDelayPerRunNs {
+		e.total.Add(-bound)
+		return
+	}
+	e.awaits.Add(1)
+	start := e.clk.now()
+	waited := int64(0)
+	for waited < bound && !anyReached(wait) {
+		e.clk.sleep(min(awaitStepNs, bound-waited))
+		waited = e.clk.now() - start
+	}
+	e.total.Add(min(waited, bound) - bound) // the budget pays what was waited
+	e.logAwait(l, g, waited)
+}
+
+// awaitStepNs is how often a waiting dispose looks for its partner.
+const awaitStepNs = int64(time.Millisecond)
+
+// anyReached reports whether one of the locations has been reached.
+func anyReached(locs []*loc) bool {
+	for _, a := range locs {
+		if a.instances.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // before handles hook.Before for site l: the delay of l, when l is a live

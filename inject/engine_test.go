@@ -18,12 +18,22 @@ const ms = int64(time.Millisecond)
 
 // fakeClock is a manual clock: sleep advances it, so engine logic is
 // tested without wall-clock timing.
-type fakeClock struct{ t atomic.Int64 }
+type fakeClock struct {
+	t atomic.Int64
+	// sleepHook, if set, runs after each sleep (a test's other goroutine
+	// acting while one sleeps).
+	sleepHook func()
+}
 
 func (c *fakeClock) clock() clock {
 	return clock{
-		now:       func() int64 { return c.t.Load() },
-		sleep:     func(ns int64) { c.t.Add(ns) },
+		now: func() int64 { return c.t.Load() },
+		sleep: func(ns int64) {
+			c.t.Add(ns)
+			if c.sleepHook != nil {
+				c.sleepHook()
+			}
+		},
 		unixStart: 1,
 	}
 }
@@ -706,6 +716,7 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
 	e.logLate(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 21)
 	e.logTrap(plans.UseBeforeInit, access{obj: 0x1000, t: 5, g: 7, site: 1}, access{obj: 0x1000, t: 9, g: 8, site: 2}, 5*ms)
+	e.logAwait(l, 7, 5*ms)
 	e.logFinish(0)
 	seen := map[string]bool{}
 	for _, r := range e.records(t) {
@@ -761,5 +772,77 @@ func TestRunSlackAddedToLearnedDelay(t *testing.T) {
 	fixed := newTestEngine(t, testPlan(location(3, 10*ms, 1, 5)), func(c *config) { c.ablate.fixedDelay = true })
 	if got := fixed.table[3].delayNs; got != FixedDelayNs {
 		t.Errorf("fixed-delay ablation: delay %d, want %d", got, FixedDelayNs)
+	}
+}
+
+// uadLocation is a use-after-dispose location: use site, dispose seconds.
+func uadLocation(site uint32, delay int64, prob float64, seconds ...uint32) plans.Location {
+	l := location(site, delay, prob, seconds...)
+	for i := range l.Pairs {
+		l.Pairs[i].Kind = plans.UseAfterDispose
+	}
+	return l
+}
+
+// The first dispose at a partner site waits, when the use has not come
+// yet in this run (a late partner), until it comes or for the run's
+// maximum delay, once per run; it does not wait when the use came, for a
+// use-before-init pair, or when the location's draw will not delay its
+// first instance.
+func TestAwaitLatePartner(t *testing.T) {
+	e := newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	bound := e.params.MaxDelayNs
+	e.clk.set(10 * ms)
+	e.hit(2, 7) // the dispose; the use (site 1) never comes
+	if got := e.clk.t.Load(); got != 10*ms+bound {
+		t.Fatalf("dispose waited until %d, want %d", got, 10*ms+bound)
+	}
+	if e.total.Load() != bound {
+		t.Fatalf("budget charged %d, want %d", e.total.Load(), bound)
+	}
+	e.hit(2, 7) // a second dispose: no second wait
+	if got := e.clk.t.Load(); got != 10*ms+bound || e.awaits.Load() != 1 {
+		t.Fatalf("second dispose: clock %d, awaits %d", got, e.awaits.Load())
+	}
+	e.logFinish(0)
+	if n := count(e.records(t), abi.EvAwait, func(r map[string]any) bool { return r["site"] == 2.0 && r["ns"] == float64(bound) }); n != 1 {
+		t.Errorf("%d await records, want 1", n)
+	}
+
+	// The partner arrives during the wait: the dispose goes on at once.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	steps := 0
+	e.clk.sleepHook = func() {
+		if steps++; steps == 3 {
+			e.table[1].instances.Add(1) // the late goroutine reached site 1
+		}
+	}
+	e.hit(2, 7)
+	if got := e.clk.t.Load(); got != 3*awaitStepNs {
+		t.Fatalf("partner came after 3 steps: dispose waited until %d", got)
+	}
+	e.clk.sleepHook = nil
+
+	// The use came first: the dispose does not wait.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	e.hit(1, 8) // delayed 5 ms
+	e.hit(2, 7)
+	if got := e.clk.t.Load(); got != 5*ms || e.awaits.Load() != 0 {
+		t.Fatalf("use first: clock %d, awaits %d", got, e.awaits.Load())
+	}
+
+	// Use-before-init: the partner is an init, nothing waits.
+	e = newTestEngine(t, testPlan(location(1, 5*ms, 1, 2)), nil)
+	e.hit(2, 7)
+	if e.clk.t.Load() != 0 || e.awaits.Load() != 0 {
+		t.Fatalf("use-before-init: clock %d", e.clk.t.Load())
+	}
+
+	// P = 0.5: the wait follows the location's draw for its instance 0.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 0.5, 2)), nil)
+	will := uniform(e.cfg.seed, 1, 0) < 0.5
+	e.hit(2, 7)
+	if waited := e.clk.t.Load() == e.params.MaxDelayNs; waited != will {
+		t.Fatalf("P = 0.5: waited %v, the draw says %v", waited, will)
 	}
 }

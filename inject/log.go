@@ -214,5 +214,15 @@ func (e *engine) logFinish(drain int64) {
 	}
 	e.log.write(newRec(abi.EvFinish, t).int("delays", e.nDelays.Load()).int("delay_ns", e.total.Load()).
 		int("skip_interference", e.skipInt.Load()).int("skip_cap_goroutine", e.skipCapG.Load()).
-		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("reorders", e.reorders.Load()).int("drain_ns", drain))
+		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("reorders", e.reorders.Load()).int("drain_ns", drain).
+		int("awaits", e.awaits.Load()))
+}
+
+// logAwait records that goroutine g waited d ns at dispose site l for a
+// late partner (engine.awaitLate).
+func (e *engine) logAwait(l *loc, g uint64, d int64) {
+	if e.log == nil {
+		return
+	}
+	e.log.write(newRec(abi.EvAwait, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).int("ns", d))
 }

@@ -3,6 +3,7 @@ package instrument
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -54,12 +55,18 @@ func (b *builder) buildBatch(ctx context.Context, units []*unit, modfile string,
 
 // runBatch builds the test binaries of us (distinct binary names) in one
 // go command and returns the units without a binary afterwards.
+//
+// The binaries stay in the batch's output directory between builds and
+// bin/ gets hard links to them: the go command does not link a test binary
+// again when the one at its -o path has the build ID it would produce (it
+// only touches its modification time), so a build in which nothing changed
+// links nothing. A binary counts as built by this command when its
+// modification time is not older than the command's start; one the command
+// did not write (its package failed to build) keeps its old time and is
+// built alone, for its own error.
 func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, overlay string, alloc *siteAlloc) (rest []*unit) {
 	dir := filepath.Join(b.work, "build", "batch-"+strconv.Itoa(n))
 	out := filepath.Join(dir, "bin")
-	if err := os.RemoveAll(out); err != nil {
-		return us
-	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return us
 	}
@@ -73,8 +80,10 @@ func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, over
 	}
 	for _, u := range us {
 		args = append(args, u.pkg.ImportPath)
+		removeIfNotObject(filepath.Join(out, testBinaryName(u.pkg.ImportPath)))
 	}
-	start := time.Now()
+	// File times have the kernel's clock tick as resolution: allow for it.
+	start := time.Now().Add(-mtimeSlack)
 	if _, err := goCmd(ctx, b.modRoot, b.env, args...); err != nil {
 		// Some packages failed (or the command did not run): those
 		// without a binary are built alone below, for their own error.
@@ -84,21 +93,87 @@ func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, over
 	for _, u := range us {
 		src := filepath.Join(out, testBinaryName(u.pkg.ImportPath))
 		bin := filepath.Join(b.work, "bin", filepath.FromSlash(u.pkg.ImportPath)+".test")
-		if _, err := os.Stat(src); err != nil {
+		if fi, err := os.Stat(src); err != nil || fi.ModTime().Before(start) {
 			rest = append(rest, u)
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-			rest = append(rest, u)
-			continue
-		}
-		if err := os.Rename(src, bin); err != nil {
+		if err := linkFile(src, bin); err != nil {
 			rest = append(rest, u)
 			continue
 		}
 		b.built(u, bin, alloc, took)
 	}
 	return rest
+}
+
+// mtimeSlack is how much older than the go command's start a binary it
+// wrote or touched may look.
+const mtimeSlack = 50 * time.Millisecond
+
+// linkFile makes dst a hard link to src (a copy where links do not work),
+// replacing dst.
+func linkFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	si, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if di, err := os.Stat(dst); err == nil && os.SameFile(si, di) {
+		return nil // already linked (renaming a link onto itself does nothing)
+	}
+	tmp := dst + ".new"
+	os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		if err := copyFile(src, tmp); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, dst)
+}
+
+// removeIfNotObject removes the file at path unless it starts like an
+// executable: the go command refuses to write its -o output over a file
+// that is not one ("already exists and is not an object file"), and a
+// binary in bin/ written over in place (it is a hard link to the batch's
+// output) must not stop the next build.
+func removeIfNotObject(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	f.Close()
+	for _, m := range []string{"\x7fELF", "MZ", "\xfe\xed\xfa\xce", "\xfe\xed\xfa\xcf", "\xce\xfa\xed\xfe", "\xcf\xfa\xed\xfe", "\x00asm"} {
+		if strings.HasPrefix(string(magic[:n]), m) {
+			return
+		}
+	}
+	os.Remove(path)
+}
+
+// copyFile copies src to dst with src's permission bits.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // testBinaryName is the name go test -c -o DIR/ gives the test binary of

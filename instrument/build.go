@@ -604,6 +604,7 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		args = append(args, "-tags="+strings.Join(b.cfg.Tags, ","))
 	}
 	args = append(args, u.pkg.ImportPath)
+	removeIfNotObject(bin)
 	start := time.Now()
 	if _, err := goCmd(ctx, b.modRoot, b.env, args...); err != nil {
 		u.pkg.Err = fmt.Errorf("building instrumented test binary: %w", err)

@@ -103,10 +103,13 @@ const (
 
 // Origins of a pair (Pair.From): the preparation run (empty), a
 // recording run of detect for a plan without candidates, a detection run
-// that also recorded.
+// that also recorded, or a prediction for a goroutine that was late in the
+// run that was analyzed (analyze/predict.go; it keeps this mark whichever
+// run's trace it came from).
 const (
-	FromLearn  = "learn"
-	FromDetect = "detect"
+	FromLearn     = "learn"
+	FromDetect    = "detect"
+	FromPredicted = "predicted"
 )
 
 // Kind names the two MEMORDER bug kinds.
@@ -171,7 +174,8 @@ type Pair struct {
 	// the reason ("hb-inference", "bug-found").
 	Pruned string `json:"pruned,omitempty"`
 	// From says which run's trace the pair came from when it was not the
-	// preparation run's: FromLearn or FromDetect.
+	// preparation run's: FromLearn or FromDetect, or FromPredicted for a
+	// pair the analysis predicted instead of seeing it.
 	From string `json:"from,omitempty"`
 }
 

@@ -29,6 +29,9 @@
 #   LABEL        a word for the report's title line (e.g. before, after)
 #   KEEP=1       keep the scratch directory
 #   HYPERFINE=1  also run hyperfine (if installed)
+#   WARMUP=build the untimed warm-up only builds (go test -run '^$', the
+#                same with -race, wafl instrument into each work directory)
+#                instead of running every command once; WARMUP=0: none
 #   TIMES=DIR    keep the raw measurements (times, ntests) in DIR; with
 #   FROM=DIR     only write the report from the measurements kept in DIR
 # Exit status: 0 when every measurement ran (a failing test run is noted in
@@ -126,11 +129,26 @@ for mv in "${modules[@]}"; do
 	dir=$(fetch "$mv" "$i")
 	ntests=$(cd "$dir" && go test -list . ./... 2>/dev/null | grep -c '^Test' || true)
 	echo "$mv $ntests" >>"$data/ntests"
-	echo "$mv: warm-up" >&2
-	for k in "${kinds[@]}"; do
-		# shellcheck disable=SC2046
-		(cd "$dir" && $(cmdline "$k" "$i") >/dev/null 2>&1) || true
-	done
+	case ${WARMUP:-1} in
+	1)
+		echo "$mv: warm-up" >&2
+		for k in "${kinds[@]}"; do
+			# shellcheck disable=SC2046
+			(cd "$dir" && $(cmdline "$k" "$i") >/dev/null 2>&1) || true
+		done
+		;;
+	build)
+		# Builds only: the go test binaries (no test runs) and the
+		# instrumented ones of each wafl's work directory.
+		echo "$mv: warm-up (builds only)" >&2
+		(cd "$dir" && go test -count=1 -run '^$' ./... >/dev/null 2>&1) || true
+		(cd "$dir" && go test -race -count=1 -run '^$' ./... >/dev/null 2>&1) || true
+		(cd "$dir" && $WAFL instrument --dir "$work/wafl-$i" ./... >/dev/null 2>&1) || true
+		if [[ -n $WAFL_BASE ]]; then
+			(cd "$dir" && $WAFL_BASE instrument --dir "$work/wafl0-$i" ./... >/dev/null 2>&1) || true
+		fi
+		;;
+	esac
 	for r in $(seq "$ROUNDS"); do
 		for k in "${kinds[@]}"; do
 			# shellcheck disable=SC2046

@@ -36,7 +36,9 @@ type Log struct {
 	Panics []Panic
 	// Traps are the candidate pairs a basic-mode run found online and
 	// added to its trap set (the plan gets them, plans.Plan.AddTrap).
-	Traps  []Trap
+	Traps []Trap
+	// Awaits are disposes that waited for a late partner.
+	Awaits []Await
 	Finish *Finish // nil when the process died before Finish
 	// Missing is set when the log file did not exist (the binary failed
 	// before setting up the run). Truncated is set when the last line was
@@ -181,6 +183,15 @@ type Finish struct {
 	HB               int64 `json:"hb"`
 	Reorders         int64 `json:"reorders"`
 	DrainNs          int64 `json:"drain_ns"`
+	Awaits           int64 `json:"awaits"`
+}
+
+// Await is a dispose that waited Ns for a late partner (abi.EvAwait).
+type Await struct {
+	T    int64  `json:"t"`
+	Site uint32 `json:"site"`
+	G    uint64 `json:"g"`
+	Ns   int64  `json:"ns"`
 }
 
 // logRecord is the union of all record fields.
@@ -303,6 +314,12 @@ func (lg *Log) add(line []byte) error {
 			return err
 		}
 		lg.Traps = append(lg.Traps, t)
+	case abi.EvAwait:
+		var a Await
+		if err := json.Unmarshal(line, &a); err != nil {
+			return err
+		}
+		lg.Awaits = append(lg.Awaits, a)
 	case abi.EvLoc:
 		var l LocEnd
 		if err := json.Unmarshal(line, &l); err != nil {

@@ -15,7 +15,7 @@ func TestLogTypesCoverRunLog(t *testing.T) {
 	into := map[string]any{
 		abi.EvSetup: Setup{}, abi.EvDelay: Delay{}, abi.EvEnd: logRecord{}, abi.EvSkip: Skip{},
 		abi.EvHB: Prune{}, abi.EvReorder: Reorder{}, abi.EvLate: Late{}, abi.EvLoc: LocEnd{}, abi.EvFinish: Finish{},
-		abi.EvPanic: Panic{}, abi.EvTrap: Trap{},
+		abi.EvPanic: Panic{}, abi.EvTrap: Trap{}, abi.EvAwait: Await{},
 	}
 	for _, spec := range abi.RunLog {
 		v, ok := into[spec.Ev]

@@ -121,8 +121,9 @@ func (r testRun) args() []string {
 }
 
 // listTests lists the top-level tests of a test binary that match run and
-// do not match skip.
-func listTests(ctx context.Context, binary, dir, run, skip string) ([]string, error) {
+// do not match skip. hash is the binary's (abi.HashFile); when set, the
+// binary's list is cached beside it.
+func listTests(ctx context.Context, binary, hash, dir, run, skip string) ([]string, error) {
 	// -run and -skip take slash-separated patterns, one per level of
 	// subtests; wafl lists and starts top-level tests, so the first
 	// element selects them and the rest goes to the test binary
@@ -131,15 +132,27 @@ func listTests(ctx context.Context, binary, dir, run, skip string) ([]string, er
 	if pattern == "" {
 		pattern = "."
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "-test.list", pattern)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, tail(stderr.String(), 20))
+	// The list is kept beside the binary, under the binary's hash and
+	// the pattern: a test binary's list of tests does not change until
+	// the binary does, and wafl lists on every run.
+	cache := binary + ".list"
+	key := hash + " " + pattern + "\n"
+	out, err := os.ReadFile(cache)
+	if hash == "" || err != nil || !bytes.HasPrefix(out, []byte(key)) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, "-test.list", pattern)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if out, err = cmd.Output(); err != nil {
+			return nil, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, tail(stderr.String(), 20))
+		}
+		if hash != "" {
+			_ = os.WriteFile(cache, append([]byte(key), out...), 0o644) // a cache: a failed write lists again next time
+		}
+	} else {
+		out = out[len(key):]
 	}
 	var skipRE *regexp.Regexp
 	if first, rest := splitPattern(skip); first != "" && rest == "" {

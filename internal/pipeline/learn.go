@@ -108,11 +108,14 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 	return plan, fmt.Sprintf("learned %d candidate pairs in %d recording run(s)", added, runs), nil
 }
 
-// markFrom sets the origin of every pair of p.
+// markFrom sets the origin of every pair of p but the predicted ones,
+// which keep their mark.
 func markFrom(p *plans.Plan, from string) {
 	for i := range p.Locations {
 		for k := range p.Locations[i].Pairs {
-			p.Locations[i].Pairs[k].From = from
+			if pr := &p.Locations[i].Pairs[k]; pr.From != plans.FromPredicted {
+				pr.From = from
+			}
 		}
 	}
 }

@@ -120,18 +120,32 @@ func TestListAndRun(t *testing.T) {
 	bin, dir := helperBinary(t)
 	ctx := context.Background()
 
-	tests, err := listTests(ctx, bin, dir, "", "SkipMe")
-	if err != nil {
+	// Without a hash, then with one (listed and cached), then from the
+	// cache: the same tests each time.
+	for _, hash := range []string{"", "sha256:1", "sha256:1"} {
+		tests, err := listTests(ctx, bin, hash, dir, "", "SkipMe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang"; got != want {
+			t.Errorf("listTests(hash %q) = %s, want %s", hash, got, want)
+		}
+		if tests, _ = listTests(ctx, bin, hash, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
+			t.Errorf("listTests(hash %q) with run = %v", hash, tests)
+		}
+		if _, err := listTests(ctx, bin, hash, dir, "", "("); err == nil {
+			t.Error("bad --skip regexp accepted")
+		}
+	}
+	// A cached list is used only for the binary hash it was made with.
+	if err := os.WriteFile(bin+".list", []byte("sha256:2 .\nTestStale\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang"; got != want {
-		t.Errorf("listTests = %s, want %s", got, want)
+	if tests, _ := listTests(ctx, bin, "sha256:2", dir, "", ""); strings.Join(tests, ",") != "TestStale" {
+		t.Errorf("listTests from the cache = %v, want TestStale", tests)
 	}
-	if tests, _ = listTests(ctx, bin, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
-		t.Errorf("listTests with run = %v", tests)
-	}
-	if _, err := listTests(ctx, bin, dir, "", "("); err == nil {
-		t.Error("bad --skip regexp accepted")
+	if tests, _ := listTests(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang" {
+		t.Errorf("listTests of another binary hash = %v", tests)
 	}
 
 	out := filepath.Join(t.TempDir(), "out.log")

@@ -127,9 +127,24 @@ func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, 
 			s.WithCandidates++
 		}
 	})
+	countPredicted(s, stats)
+	if stats.Predicted > 0 {
+		more += fmt.Sprintf("; %d predicted for a late goroutine", stats.Predicted)
+	}
 	return fmt.Sprintf("%s, %s at %s (%s%s)", plural(int(stats.Events), "event", "events"),
 		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
 		d.Round(time.Millisecond), more), nil
+}
+
+// countPredicted adds an analysis's predicted pairs to the summary.
+func countPredicted(s *session, stats *analyze.Stats) {
+	if stats == nil || stats.Predicted == 0 {
+		return
+	}
+	s.sum.add(func(s *Summary) {
+		s.Predicted += stats.Predicted
+		s.PredictedTests++
+	})
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
@@ -174,6 +189,7 @@ func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j 
 		Tool:        "wafl",
 		BinaryHash:  j.pkg.hash,
 		SlotTypes:   slotTypes(j.pkg.Sites),
+		Sites:       siteInfos(j.pkg.Sites),
 	})
 	if err != nil {
 		return nil, nil, err

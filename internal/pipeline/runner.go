@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -199,22 +200,60 @@ func classify(err error, phase string) (string, string) {
 // are recorded as problems. With tests set it also lists each package's
 // tests that tests selects.
 func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workspace, sum *Summary) ([]*pkgBuild, error) {
-	var res *instrument.Result
+	var log io.Writer = io.Discard
+	if c.Verbose {
+		log = c.Stderr
+	}
+	cfg := instrument.Config{
+		Dir:        ws.dir,
+		WorkDir:    ws.work,
+		Patterns:   pk.Patterns,
+		Tags:       pk.Tags,
+		Instrument: pk.Instrument,
+		Log:        log,
+	}
+	var (
+		res    *instrument.Result
+		hashes map[string]string
+	)
 	err := sum.phase("build", func() error {
-		var log io.Writer = io.Discard
-		if c.Verbose {
-			log = c.Stderr
+		// Reuse the last build when nothing it read changed
+		// (buildcache.go).
+		fp, racy := "", false
+		if !noBuildCache() {
+			var err error
+			if fp, racy, err = buildFingerprint(ctx, cfg, ws); err != nil {
+				fmt.Fprintf(log, "wafl: build fingerprint: %v (building)\n", err)
+				fp = ""
+			} else if st := reuseBuild(ws, fp); st != nil {
+				if res, hashes = st.result(ws.work), st.check(); hashes != nil {
+					fmt.Fprintf(log, "wafl: nothing changed since the last build (%s): its test binaries are reused\n", fp[:min(len(fp), 19)])
+					return nil
+				}
+				fmt.Fprintf(log, "wafl: a test binary changed since the last build: building\n")
+			}
 		}
 		var err error
-		res, err = instrument.Build(ctx, instrument.Config{
-			Dir:        ws.dir,
-			WorkDir:    ws.work,
-			Patterns:   pk.Patterns,
-			Tags:       pk.Tags,
-			Instrument: pk.Instrument,
-			Log:        log,
-		})
-		return err
+		if res, err = instrument.Build(ctx, cfg); err != nil {
+			return err
+		}
+		hashes = map[string]string{}
+		for _, p := range res.Packages {
+			if p.Err == nil {
+				if h, err := abi.HashFile(p.Binary); err == nil {
+					hashes[p.ImportPath] = h
+				} else {
+					p.Err = err
+				}
+			}
+		}
+		switch {
+		case racy:
+			os.Remove(ws.buildStatePath()) // a file changed just now: build again next time
+		case fp != "":
+			saveBuild(ws, fp, res, hashes)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -230,12 +269,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 			continue
 		}
 		sum.PackagesBuilt++
-		pb := &pkgBuild{Package: p}
-		if pb.hash, err = abi.HashFile(p.Binary); err != nil {
-			sum.problem(Problem{Package: p.ImportPath, Phase: "build", Reason: err.Error()})
-			continue
-		}
-		built = append(built, pb)
+		built = append(built, &pkgBuild{Package: p, hash: hashes[p.ImportPath]})
 	}
 	if len(res.Packages) == 0 {
 		return nil, fmt.Errorf("no packages match %v", pk.Patterns)
@@ -245,7 +279,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 	}
 	err = sum.phase("list", func() error {
 		for _, p := range built {
-			names, err := listTests(ctx, p.Binary, p.Dir, tests.Run, tests.Skip)
+			names, err := listTests(ctx, p.Binary, p.hash, p.Dir, tests.Run, tests.Skip)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

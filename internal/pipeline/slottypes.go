@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/instrument/sites"
 )
 
@@ -19,38 +20,54 @@ type slotTypesEntry struct {
 	mod   time.Time
 	size  int64
 	types map[uint32]string
+	infos map[uint32]analyze.SiteInfo
 }
 
 // slotTypes returns the slot types of the site table at path (site id ->
 // the table's "type"), for analyze.Options.SlotTypes; nil when the table
 // cannot be read (the analysis then keeps every pair).
 func slotTypes(path string) map[uint32]string {
+	return siteTable(path).types
+}
+
+// siteInfos returns what predicted partners need of each site of the site
+// table at path (analyze.Options.Sites); nil when the table cannot be
+// read (nothing is predicted).
+func siteInfos(path string) map[uint32]analyze.SiteInfo {
+	return siteTable(path).infos
+}
+
+// siteTable reads (or finds in the cache) the site table at path.
+func siteTable(path string) slotTypesEntry {
 	if path == "" {
-		return nil
+		return slotTypesEntry{}
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil
+		return slotTypesEntry{}
 	}
 	c := &slotTypeCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[path]; ok && e.mod.Equal(fi.ModTime()) && e.size == fi.Size() {
-		return e.types
+		return e
 	}
 	tab, err := sites.Load(path)
 	if err != nil {
-		return nil
+		return slotTypesEntry{}
 	}
 	types := make(map[uint32]string, len(tab.Sites))
+	infos := make(map[uint32]analyze.SiteInfo, len(tab.Sites))
 	for _, s := range tab.Sites {
 		if s.Type != "" {
 			types[s.ID] = s.Type
 		}
+		infos[s.ID] = analyze.NewSiteInfo(s.Kind, s.Expr, s.Type, s.File)
 	}
 	if c.m == nil {
 		c.m = map[string]slotTypesEntry{}
 	}
-	c.m[path] = slotTypesEntry{mod: fi.ModTime(), size: fi.Size(), types: types}
-	return types
+	e := slotTypesEntry{mod: fi.ModTime(), size: fi.Size(), types: types, infos: infos}
+	c.m[path] = e
+	return e
 }

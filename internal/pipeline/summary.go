@@ -51,9 +51,13 @@ type Summary struct {
 	// also recorded (DetectRecorded of them) added to plans that had
 	// candidates (learn.go, learnFromRun).
 	DetectLearned, DetectRecorded int
-	Bugs                          []*report.Bug
-	Problems                      []Problem
-	Phases                        []Phase
+	// Predicted are the candidate pairs the analyses of this invocation
+	// predicted for goroutines that were late in the analyzed run
+	// (analyze/predict.go), in PredictedTests tests.
+	Predicted, PredictedTests int
+	Bugs                      []*report.Bug
+	Problems                  []Problem
+	Phases                    []Phase
 }
 
 // Phase is the wall time of one phase.
@@ -113,6 +117,10 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		shard = " (shard " + s.Shard + ")"
 	}
 	fmt.Fprintf(w, "tests:    %d%s: %s; %d with delay candidates\n", s.Tests, shard, strings.Join(parts, ", "), s.WithCandidates)
+	if s.Predicted > 0 {
+		fmt.Fprintf(w, "predicted: %s for goroutines that were late in %s\n",
+			plural(s.Predicted, "candidate pair", "candidate pairs"), plural(s.PredictedTests, "test's run", "tests' runs"))
+	}
 	if detect {
 		fmt.Fprintf(w, "detect:   %s, %s injected, %s found\n", plural(s.Runs, "run", "runs"),
 			plural(s.Delays, "delay", "delays"), plural(len(s.Bugs), "bug", "bugs"))

@@ -1,0 +1,263 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/instrument"
+)
+
+// The build is skipped when nothing it depends on changed (issue 15, item
+// 3): wafl runs prepare and detect again and again on the same source, and
+// loading and type-checking the module, rewriting it and asking the go
+// command whether the binaries are current costs seconds every time. After
+// a build in which every package built (or has no test files), the result
+// is saved with a fingerprint of everything the build read:
+//
+//   - this wafl executable (its rewriting rules and the runtime it embeds);
+//   - the build's configuration (directory, patterns, tags, --instrument);
+//   - the go command and its environment (`go env -json`: toolchain
+//     version, GOFLAGS, GOOS/GOARCH, CGO settings, ...);
+//   - every file under the module root (path, size, modification time),
+//     but .git and the work directory, and under each directory a local
+//     replace directive of go.mod points to; dependencies from the module
+//     cache are fixed by go.mod and go.sum, which are among those files.
+//
+// The next build with the same fingerprint, whose binaries still hash as
+// they did, reuses the result. Anything else builds as before.
+
+// buildState is the saved result of a build (work/build/state.json).
+type buildState struct {
+	Fingerprint string          `json:"fingerprint"`
+	Sites       int             `json:"sites"`
+	Packages    []*builtPackage `json:"packages"`
+}
+
+// builtPackage is an instrument.Package with its binary's hash.
+type builtPackage struct {
+	ImportPath  string   `json:"import_path"`
+	Dir         string   `json:"dir"`
+	Binary      string   `json:"binary,omitempty"`
+	Sites       string   `json:"sites,omitempty"`
+	Hash        string   `json:"hash,omitempty"`
+	Files       int      `json:"files,omitempty"`
+	NumSites    int      `json:"num_sites,omitempty"`
+	Tests       []string `json:"tests,omitempty"`
+	Skipped     []string `json:"skipped,omitempty"`
+	NoTestFiles bool     `json:"no_test_files,omitempty"`
+}
+
+func (ws *workspace) buildStatePath() string { return ws.path("build", "state.json") }
+
+// racyWindow: a build whose fingerprint saw a file modified less than this
+// long before is not saved. A file written again within the file system's
+// time resolution of its previous write, with the same size, would keep
+// its fingerprint (git's "racy" files); a build that follows its sources'
+// edits that closely is simply not reused.
+const racyWindow = 2 * time.Second
+
+// buildFingerprint hashes everything a build of cfg depends on (see
+// above). racy says a file was modified within racyWindow.
+func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workspace) (fp string, racy bool, err error) {
+	start := time.Now()
+	h := sha256.New()
+	self, err := os.Executable()
+	if err != nil {
+		return "", false, err
+	}
+	selfHash, err := abi.HashFile(self)
+	if err != nil {
+		return "", false, err
+	}
+	fmt.Fprintf(h, "wafl %s\n", selfHash)
+	c, err := json.Marshal(struct {
+		Dir, WorkDir               string
+		Patterns, Tags, Instrument []string
+	}{cfg.Dir, cfg.WorkDir, cfg.Patterns, cfg.Tags, cfg.Instrument})
+	if err != nil {
+		return "", false, err
+	}
+	fmt.Fprintf(h, "config %s\n", c)
+	cmd := exec.CommandContext(ctx, "go", "env", "-json")
+	cmd.Dir = ws.dir
+	cmd.Env = append(os.Environ(), "GOWORK=off") // as instrument builds
+	out, err := cmd.Output()
+	if err != nil {
+		return "", false, fmt.Errorf("go env: %w", err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(out, &env); err != nil {
+		return "", false, fmt.Errorf("go env -json: %w", err)
+	}
+	// GOGCCFLAGS names a temporary directory of the go env command itself.
+	delete(env, "GOGCCFLAGS")
+	if out, err = json.Marshal(env); err != nil { // sorted keys
+		return "", false, err
+	}
+	fmt.Fprintf(h, "go env %s\n", out)
+	dirs := []string{ws.root}
+	if data, err := os.ReadFile(filepath.Join(ws.root, "go.mod")); err == nil {
+		if mf, err := modfile.ParseLax("go.mod", data, nil); err == nil {
+			for _, r := range mf.Replace {
+				if modfile.IsDirectoryPath(r.New.Path) {
+					d := r.New.Path
+					if !filepath.IsAbs(d) {
+						d = filepath.Join(ws.root, d)
+					}
+					dirs = append(dirs, filepath.Clean(d))
+				}
+			}
+		}
+	}
+	var newest time.Time
+	for _, d := range dirs {
+		if err := hashTree(h, d, ws.work, &newest); err != nil {
+			return "", false, err
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), start.Sub(newest) < racyWindow, nil
+}
+
+// hashTree writes the path, size, mode and modification time of every file
+// under root, but .git directories and skip, to h, and keeps the latest
+// modification time in newest.
+func hashTree(h interface{ Write([]byte) (int, error) }, root, skip string, newest *time.Time) error {
+	fmt.Fprintf(h, "tree %s\n", root)
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking: the next build sees it
+			}
+			return err
+		}
+		if d.IsDir() {
+			if path == skip || d.Name() == ".git" && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		fmt.Fprintf(h, "%q %d %o %d\n", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
+		if fi.ModTime().After(*newest) {
+			*newest = fi.ModTime()
+		}
+		return nil
+	})
+}
+
+// reuseBuild returns the saved result of the last build when its
+// fingerprint is fp and every binary and site table it names is still
+// there; nil otherwise. The caller hashes the binaries, as after a build,
+// and builds after all when a hash is not the saved one.
+func reuseBuild(ws *workspace, fp string) *buildState {
+	data, err := os.ReadFile(ws.buildStatePath())
+	if err != nil {
+		return nil
+	}
+	var st buildState
+	if json.Unmarshal(data, &st) != nil || st.Fingerprint != fp || len(st.Packages) == 0 {
+		return nil
+	}
+	for _, p := range st.Packages {
+		if p.NoTestFiles {
+			continue
+		}
+		if p.Binary == "" || p.Hash == "" {
+			return nil
+		}
+		for _, f := range []string{p.Binary, p.Sites} {
+			if _, err := os.Stat(f); err != nil {
+				return nil
+			}
+		}
+	}
+	return &st
+}
+
+// saveBuild saves the result of a build in which no package failed, under
+// fingerprint fp; after any failure it removes the saved state, so that
+// the next run builds again.
+func saveBuild(ws *workspace, fp string, res *instrument.Result, hashes map[string]string) {
+	path := ws.buildStatePath()
+	st := buildState{Fingerprint: fp, Sites: res.Sites}
+	for _, p := range res.Packages {
+		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, Skipped: p.Skipped}
+		switch {
+		case errors.Is(p.Err, instrument.ErrNoTestFiles):
+			bp.NoTestFiles = true
+		case p.Err != nil || hashes[p.ImportPath] == "":
+			os.Remove(path)
+			return
+		default:
+			bp.Binary, bp.Sites, bp.Hash = p.Binary, p.Sites, hashes[p.ImportPath]
+			bp.Files, bp.NumSites = p.Files, p.NumSites
+		}
+		st.Packages = append(st.Packages, bp)
+	}
+	data, err := json.MarshalIndent(&st, "", "  ")
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(path), 0o755) != nil {
+		return
+	}
+	tmp := path + ".new"
+	if os.WriteFile(tmp, append(data, '\n'), 0o644) != nil || os.Rename(tmp, path) != nil {
+		os.Remove(tmp)
+	}
+}
+
+// result turns a saved build back into what instrument.Build returns.
+func (st *buildState) result(work string) *instrument.Result {
+	res := &instrument.Result{WorkDir: work, Sites: st.Sites}
+	for _, bp := range st.Packages {
+		p := &instrument.Package{
+			ImportPath: bp.ImportPath, Dir: bp.Dir, Binary: bp.Binary, Sites: bp.Sites,
+			Files: bp.Files, NumSites: bp.NumSites, Tests: bp.Tests, Skipped: bp.Skipped,
+		}
+		if bp.NoTestFiles {
+			p.Err = instrument.ErrNoTestFiles
+		}
+		res.Packages = append(res.Packages, p)
+	}
+	return res
+}
+
+// check hashes the saved build's binaries and returns the hashes by
+// import path, or nil when one is not the hash saved with it.
+func (st *buildState) check() map[string]string {
+	m := map[string]string{}
+	for _, bp := range st.Packages {
+		if bp.NoTestFiles {
+			continue
+		}
+		h, err := abi.HashFile(bp.Binary)
+		if err != nil || h != bp.Hash {
+			return nil
+		}
+		m[bp.ImportPath] = h
+	}
+	return m
+}
+
+// noBuildCache turns the reuse off (WAFL_REBUILD=1): every run builds.
+func noBuildCache() bool { return strings.TrimSpace(os.Getenv("WAFL_REBUILD")) == "1" }

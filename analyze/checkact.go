@@ -24,7 +24,8 @@ import (
 // order: pairer.instance), with gap τ2 − τ1 for the delay length and the
 // interference window [τ1 − δ, τ2] of g2.
 
-// checkRow is one check or dispose row kept for the check-then-act pass.
+// checkRow is one check or dispose row kept for the check-then-act pass
+// (and the predicted partners, predict.go).
 type checkRow struct {
 	t     int64
 	g     uint64
@@ -35,12 +36,24 @@ type checkRow struct {
 
 // checkRows keeps the check rows and the dispose rows of pass 1, up to a
 // share of the memory budget (40 B a row); beyond it, rows are dropped and
-// counted.
+// counted. The dispose rows go to fixed-size chunks, in arrival order, so
+// that a trace with many disposes and no checks (the common case) does not
+// copy them again and again as they accumulate.
 type checkRows struct {
-	checks, disposes []checkRow
-	limit            int
-	dropped          int64
+	checks   []checkRow
+	disposes [][]checkRow // chunks of dispChunk
+	ndisp    int
+	limit    int
+	dropped  int64
 }
+
+// gTime is a dispose row as disposedIn needs it.
+type gTime struct {
+	g uint64
+	t int64
+}
+
+const dispChunk = 1 << 14
 
 // maxCheckWalk bounds the earlier checks of the same object one check
 // examines (a hot check in a loop would otherwise make the pass
@@ -59,16 +72,22 @@ func (r *checkRows) batch(c *abi.Batch) {
 		if (op != abi.OpCheck && op != abi.OpDispose) || !validSite(c.Site[i]) {
 			continue
 		}
-		if len(r.checks)+len(r.disposes) >= r.limit {
+		if len(r.checks)+r.ndisp >= r.limit {
 			r.dropped++
 			continue
 		}
 		row := checkRow{t: c.Time[i], g: c.G[i], obj: c.Obj[i], clock: c.Clock[i], site: c.Site[i]}
 		if op == abi.OpCheck {
 			r.checks = append(r.checks, row)
-		} else {
-			r.disposes = append(r.disposes, row)
+			continue
 		}
+		k := len(r.disposes) - 1
+		if k < 0 || len(r.disposes[k]) == cap(r.disposes[k]) {
+			r.disposes = append(r.disposes, make([]checkRow, 0, dispChunk))
+			k++
+		}
+		r.disposes[k] = append(r.disposes[k], row)
+		r.ndisp++
 	}
 }
 
@@ -76,7 +95,7 @@ func (r *checkRows) batch(c *abi.Batch) {
 // strategy's pairs, with the fork forest built).
 func (a *analysis) checkPairs() {
 	r := a.checks
-	if r == nil || len(r.checks) < 2 || len(r.disposes) == 0 {
+	if r == nil || len(r.checks) < 2 || r.ndisp == 0 {
 		return
 	}
 	if r.dropped > 0 {
@@ -88,12 +107,14 @@ func (a *analysis) checkPairs() {
 		}
 		return cmp.Compare(x.t, y.t)
 	})
-	slices.SortFunc(r.disposes, func(x, y checkRow) int {
-		if x.g != y.g {
-			return cmp.Compare(x.g, y.g)
+	disp := make([]gTime, 0, r.ndisp)
+	for _, c := range r.disposes {
+		for _, d := range c {
+			disp = append(disp, gTime{g: d.g, t: d.t})
 		}
-		return cmp.Compare(x.t, y.t)
-	})
+	}
+	r.disposes = nil
+	slices.SortFunc(disp, cmpGTime)
 	p := newPairer(a.delta, a.forest.f)
 	var seen []uint64
 	cs := r.checks
@@ -109,7 +130,7 @@ func (a *analysis) checkPairs() {
 				continue
 			}
 			seen = append(seen, c1.g)
-			if r.disposedIn(c1.g, c1.t, c2.t) {
+			if disposedIn(disp, c1.g, c1.t, c2.t) {
 				p.instance(pairKey{c1.site, c2.site, abi.OpCheck}, c2.obj, c1.t, c1.g, c1.clock, c2.t, c2.g, c2.clock)
 			}
 		}
@@ -123,17 +144,19 @@ func (a *analysis) checkPairs() {
 	for k, v := range p.pairs {
 		a.pairs[k] = v
 	}
-	r.checks, r.disposes = nil, nil
+	r.checks = nil
 }
 
-// disposedIn reports whether goroutine g has a dispose row in [lo, hi].
-func (r *checkRows) disposedIn(g uint64, lo, hi int64) bool {
-	d := r.disposes
-	i, _ := slices.BinarySearchFunc(d, checkRow{g: g, t: lo}, func(x, y checkRow) int {
-		if x.g != y.g {
-			return cmp.Compare(x.g, y.g)
-		}
-		return cmp.Compare(x.t, y.t)
-	})
+// disposedIn reports whether goroutine g has a dispose row in [lo, hi];
+// d is sorted by (g, t).
+func disposedIn(d []gTime, g uint64, lo, hi int64) bool {
+	i, _ := slices.BinarySearchFunc(d, gTime{g: g, t: lo}, cmpGTime)
 	return i < len(d) && d[i].g == g && d[i].t <= hi
+}
+
+func cmpGTime(x, y gTime) int {
+	if x.g != y.g {
+		return cmp.Compare(x.g, y.g)
+	}
+	return cmp.Compare(x.t, y.t)
 }

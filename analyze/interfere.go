@@ -69,25 +69,49 @@ func sortLabeled(ws []labeled) {
 
 func buildWinIndex(ws []labeled, piece int64) *winIndex {
 	sortLabeled(ws)
-	x := &winIndex{lo: make([]int64, len(ws)), hi: make([]int64, len(ws)), label: make([]int32, len(ws))}
-	var ps []labeled
+	n := len(ws)
+	x := &winIndex{lo: make([]int64, n), hi: make([]int64, n), label: make([]int32, n)}
+	np := 0
 	for i, w := range ws {
 		x.lo[i], x.hi[i], x.label[i] = w.lo, w.hi, w.label
-		for w.hi-w.lo >= piece && w.lo <= math.MaxInt64-piece {
-			ps = append(ps, labeled{w.lo, w.lo + piece - 1, w.label})
-			w.lo += piece
-		}
-		ps = append(ps, w)
+		np += pieces(w, piece)
 	}
-	sortLabeled(ps)
-	x.plo, x.phi, x.pmax, x.plabel = make([]int64, len(ps)), make([]int64, len(ps)), make([]int64, len(ps)), make([]int32, len(ps))
+	x.pmax = make([]int64, np)
+	if np == n {
+		// No window is longer than a piece: the pieces are the windows.
+		x.plo, x.phi, x.plabel = x.lo, x.hi, x.label
+	} else {
+		ps := make([]labeled, 0, np)
+		for _, w := range ws {
+			for w.hi-w.lo >= piece && w.lo <= math.MaxInt64-piece {
+				ps = append(ps, labeled{w.lo, w.lo + piece - 1, w.label})
+				w.lo += piece
+			}
+			ps = append(ps, w)
+		}
+		sortLabeled(ps)
+		x.plo, x.phi, x.plabel = make([]int64, np), make([]int64, np), make([]int32, np)
+		for i, w := range ps {
+			x.plo[i], x.phi[i], x.plabel[i] = w.lo, w.hi, w.label
+		}
+	}
 	m := int64(math.MinInt64)
-	for i, w := range ps {
-		x.plo[i], x.phi[i], x.plabel[i] = w.lo, w.hi, w.label
-		m = max(m, w.hi)
+	for i, h := range x.phi {
+		m = max(m, h)
 		x.pmax[i] = m
 	}
 	return x
+}
+
+// pieces is the number of pieces of at most piece that buildWinIndex cuts
+// w into.
+func pieces(w labeled, piece int64) int {
+	k := 1
+	for w.hi-w.lo >= piece && w.lo <= math.MaxInt64-piece {
+		k++
+		w.lo += piece
+	}
+	return k
 }
 
 // event marks ℓ* (location index ls) as interfering with the ℓ1 of every
@@ -335,14 +359,22 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 		}
 		p.ivs = nil
 	}
-	perG := make(map[uint64][]labeled)
+	// Each goroutine's list is allocated once, at most the number of its
+	// keys' intervals (each merges some of them).
+	size := make(map[uint64]int)
+	wins.counts(func(k ivKey, n int) { size[k.g] += n })
+	perG := make(map[uint64][]labeled, len(size))
+	for g, n := range size {
+		perG[g] = make([]labeled, 0, n)
+	}
+	size = nil
 	var gs []uint64
 	wins.each(func(k ivKey, ivs []interval) {
 		label := sites.index(k.first)
-		if perG[k.g] == nil {
+		ws := perG[k.g]
+		if len(ws) == 0 {
 			gs = append(gs, k.g)
 		}
-		ws := perG[k.g]
 		for _, iv := range ivs {
 			ws = append(ws, labeled{iv.lo, iv.hi, label})
 		}

@@ -13,8 +13,7 @@ import (
 // exact passes feed it uses against an object index (batch, pass 2), the
 // streaming pass feeds it instances as they arrive (instance). (A pair
 // pass split between two pairers by object hash was measured slower on
-// two cores: the per-batch barrier and the doubled aggregates cost more
-// than the second core gave while a third goroutine decodes.)
+// two cores, in three designs: docs/benchmarks-analyze.md.)
 type pairer struct {
 	delta int64
 	index *objIndex // pass 2: the lifecycle events of the current group

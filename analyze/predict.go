@@ -160,7 +160,7 @@ func (a *analysis) predictPairs(info map[uint32]SiteInfo) int {
 	p := newPairer(a.delta, a.forest.f)
 	p.noFork = a.noFork
 	added := map[pairKey]bool{}
-	for _, d := range a.checks.disposes {
+	for _, d := range slices.Concat(a.checks.disposes...) {
 		ds, ok := info[d.site]
 		if !ok || ds.Field == "" {
 			continue

@@ -207,7 +207,7 @@ func (s *streamPairer) fail(format string, args ...any) {
 
 // batch examines the rows of c. (Splitting this work by object hash
 // between two goroutines was measured slower on the 2-core benchmark
-// machine: 7.0–7.4 s instead of 6.3–6.7 s, more CPU, more memory.)
+// machine, in three designs; see docs/benchmarks-analyze.md.)
 func (s *streamPairer) batch(c *abi.Batch) {
 	n := c.Len()
 	tm, gs, cl, sites, objs := c.Time[:n], c.G[:n], c.Clock[:n], c.Site[:n], c.Obj[:n]

@@ -124,6 +124,20 @@ func (w *winTable) merge(o *winTable) {
 	}
 }
 
+// counts calls fn with every key and the number of its intervals before
+// merging (each gives at most that many).
+func (w *winTable) counts(fn func(k ivKey, n int)) {
+	n := make([]int32, len(w.keys))
+	for _, c := range w.chunks {
+		for _, r := range c {
+			n[r.id]++
+		}
+	}
+	for id, k := range w.keys {
+		fn(k, int(n[id])+1)
+	}
+}
+
 // each calls fn with every key and the union of its windows as disjoint
 // intervals sorted by start, keys in the order they were first added. It
 // empties w.

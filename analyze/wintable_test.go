@@ -58,10 +58,15 @@ func TestWinTableIsTheUnionPerKey(t *testing.T) {
 		a.merge(b)
 		var gotOrder []ivKey
 		retired := len(a.chunks)
+		counts := map[ivKey]int{}
+		a.counts(func(k ivKey, n int) { counts[k] = n })
 		a.each(func(k ivKey, ivs []interval) {
 			gotOrder = append(gotOrder, k)
 			if fmt.Sprint(ivs) != fmt.Sprint(want[k]) {
 				t.Fatalf("seed %d key %v: got %v, want %v", seed, k, ivs, want[k])
+			}
+			if len(ivs) > counts[k] {
+				t.Fatalf("seed %d key %v: %d intervals, counts said at most %d", seed, k, len(ivs), counts[k])
 			}
 		})
 		if len(gotOrder) != len(want) {
@@ -77,7 +82,8 @@ func TestWinTableIsTheUnionPerKey(t *testing.T) {
 // hot path — the reordering, the interference log, the counting and the
 // streaming pair pass — allocates nothing per batch (testing.AllocsPerRun
 // rounds down: the amortized growth of the log's chunk lists, a few
-// allocations in a hundred batches, passes). Every run feeds the
+// allocations in a hundred batches, passes; so does a new chunk of the
+// check-then-act pass's dispose rows). Every run feeds the
 // same rows (objects initialized, used by other goroutines, disposed, and
 // initialized again) one window later, so the pairs, windows and log
 // entries it makes are of kinds already seen.
@@ -121,6 +127,7 @@ func TestPass1AllocatesNothingPerBatch(t *testing.T) {
 			more := ro.drain(out, false)
 			if len(out.Time) > 0 {
 				a.count(out)
+				a.checks.batch(out)
 				pre(out)
 				if err := s.batch(out); err != nil {
 					t.Fatal(err)

@@ -241,8 +241,15 @@ func loadSites(dir, path string) []siteJSON {
 	return t.Sites
 }
 
-// describe names a site for people: "kind expr file:line".
+// describe names a site for people: "kind expr file:line". Sites are found
+// by their id field: wafl up to 8843844 numbered them 1..n in table order,
+// later versions use stable hashed ids (so the position is tried last).
 func describe(table []siteJSON, id uint32) string {
+	for _, s := range table {
+		if s.ID == id {
+			return fmt.Sprintf("%s %s %s:%d", s.Kind, s.Expr, filepath.Base(s.File), s.Line)
+		}
+	}
 	if id == 0 || int(id) > len(table) {
 		return fmt.Sprintf("site %d", id)
 	}

@@ -23,6 +23,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -33,15 +34,38 @@ type Module struct {
 	Path     string // module path
 	Version  string
 	Patterns []string // package patterns (default ./...)
-	Note     string
+	// Skip is a regular expression of tests left out (wafl --skip, go test
+	// -skip) with the reason in Note: tests that run for minutes on one
+	// goroutine or drive the go command, which the per-command bound of a
+	// field run cannot afford on a busy machine. Empty: none.
+	Skip string
+	Note string
+}
+
+// TestFlags are the module's flags for wafl prepare and detect.
+func (m Module) TestFlags() []string {
+	if m.Skip == "" {
+		return nil
+	}
+	return []string{"--skip", m.Skip}
+}
+
+// GoTestFlags are the module's flags for plain go test (the same tests as
+// TestFlags select).
+func (m Module) GoTestFlags() []string {
+	if m.Skip == "" {
+		return nil
+	}
+	return []string{"-skip", m.Skip}
 }
 
 // ModVersion is "path@version".
 func (m Module) ModVersion() string { return m.Path + "@" + m.Version }
 
 // LoadModules reads the module list: tab-separated name, module path,
-// version, package patterns (space-separated, "-" for ./...) and an
-// optional note; '#' starts a comment line. With names, only those modules
+// version, package patterns (space-separated, "-" for ./...), tests to skip
+// (a regular expression as go test -skip, "-" for none) and an optional
+// note; '#' starts a comment line. With names, only those modules
 // are returned (an unknown name is an error).
 func LoadModules(path string, names ...string) ([]Module, error) {
 	f, err := os.Open(path)
@@ -58,14 +82,20 @@ func LoadModules(path string, names ...string) ([]Module, error) {
 		}
 		cols := strings.Split(line, "\t")
 		if len(cols) < 3 {
-			return nil, fmt.Errorf("%s:%d: want name, module, version[, patterns[, note]] separated by tabs", path, n)
+			return nil, fmt.Errorf("%s:%d: want name, module, version[, patterns[, skip[, note]]] separated by tabs", path, n)
 		}
 		m := Module{Name: cols[0], Path: cols[1], Version: cols[2], Patterns: []string{"./..."}}
 		if len(cols) > 3 && cols[3] != "-" && strings.TrimSpace(cols[3]) != "" {
 			m.Patterns = strings.Fields(cols[3])
 		}
-		if len(cols) > 4 {
-			m.Note = cols[4]
+		if len(cols) > 4 && cols[4] != "-" {
+			m.Skip = strings.TrimSpace(cols[4])
+			if _, err := regexp.Compile(m.Skip); err != nil {
+				return nil, fmt.Errorf("%s:%d: skip: %v", path, n, err)
+			}
+		}
+		if len(cols) > 5 {
+			m.Note = cols[5]
 		}
 		if !strings.HasPrefix(m.Version, "v") {
 			return nil, fmt.Errorf("%s:%d: version %q is not a module version", path, n, m.Version)
@@ -119,7 +149,8 @@ type BugRef struct {
 type Result struct {
 	Module  string `json:"module"`
 	Version string `json:"version"`
-	Status  string `json:"status"` // "ok", or what went wrong ("prepare timed out", ...)
+	Status  string `json:"status"`         // "ok", or what went wrong ("prepare timed out", ...)
+	Skip    string `json:"skip,omitempty"` // the module's --skip when this ran
 
 	// From the summary wafl prints.
 	Packages       int `json:"packages"`
@@ -203,6 +234,21 @@ type Baseline struct {
 	GoTest  []Timing            `json:"go_test"`
 	Prepare map[string][]Timing `json:"prepare"` // by label
 	Commits map[string]string   `json:"commits"` // by label
+	// Load is the 1-minute load average when each sample started.
+	Load []float64 `json:"load1,omitempty"`
+}
+
+// PairedMedian is the median over samples i of a[i]/b[i] (samples taken
+// in the same round, so that a drift of the machine's load cancels); 0
+// without a common positive sample.
+func PairedMedian(a, b []float64) float64 {
+	var r []float64
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] > 0 && b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	return Median(r)
 }
 
 // Store is everything kept between invocations (results.json): the latest

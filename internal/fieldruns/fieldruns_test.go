@@ -130,6 +130,15 @@ func TestCollectWork(t *testing.T) {
 	if len(st.PairList) != 1 || st.PairList[0].Pair != "use-before-init: store s.p a.go:3 → use s.p a.go:9" || st.PairList[0].Tests != 1 {
 		t.Errorf("pairs = %+v", st.PairList)
 	}
+	// Later site tables use stable hashed ids, not 1..n: sites are found by
+	// their id field.
+	hashed := []siteJSON{{ID: 737913968, Kind: "init", File: "/m/s.go", Line: 94, Expr: "g.m"}, {ID: 42, Kind: "use", File: "/m/s.go", Line: 110, Expr: "g.m"}}
+	if got := describe(hashed, 42); got != "use g.m s.go:110" {
+		t.Errorf("describe(hashed id) = %q", got)
+	}
+	if got := describe(hashed, 7); got != "site 7" {
+		t.Errorf("describe(unknown id) = %q", got)
+	}
 	if st.Runs != 2 || st.Delays != 4 || st.RunOutcomes["fail"] != 1 {
 		t.Errorf("runs %d delays %d outcomes %v, want 2 4 fail 1", st.Runs, st.Delays, st.RunOutcomes)
 	}
@@ -175,6 +184,11 @@ func TestLoadModules(t *testing.T) {
 			t.Errorf("modules.tsv has no pinned %s", n)
 		}
 	}
+	for _, m := range mods {
+		if m.Skip != "" && m.Note == "" {
+			t.Errorf("%s skips %q without saying why", m.Name, m.Skip)
+		}
+	}
 	if _, err := LoadModules("../../scripts/fieldruns/modules.tsv", "nosuch"); err == nil {
 		t.Error("unknown module name accepted")
 	}
@@ -182,6 +196,16 @@ func TestLoadModules(t *testing.T) {
 	os.WriteFile(bad, []byte("x\tex.com/x\tlatest\n"), 0o644)
 	if _, err := LoadModules(bad); err == nil || !strings.Contains(err.Error(), "m.tsv:1") {
 		t.Errorf("unpinned version: err = %v", err)
+	}
+	os.WriteFile(bad, []byte("x\tex.com/x\tv1.0.0\t-\t^(TestA$\twhy\n"), 0o644)
+	if _, err := LoadModules(bad); err == nil || !strings.Contains(err.Error(), "m.tsv:1: skip") {
+		t.Errorf("bad skip regexp: err = %v", err)
+	}
+	os.WriteFile(bad, []byte("x\tex.com/x\tv1.0.0\t./a/...\t^TestSlow$\tslow\n"), 0o644)
+	ms, err := LoadModules(bad)
+	if err != nil || len(ms) != 1 || strings.Join(ms[0].TestFlags(), " ") != "--skip ^TestSlow$" ||
+		strings.Join(ms[0].GoTestFlags(), " ") != "-skip ^TestSlow$" || ms[0].Note != "slow" || ms[0].Patterns[0] != "./a/..." {
+		t.Errorf("skip column: %+v %v", ms, err)
 	}
 }
 
@@ -215,6 +239,12 @@ func TestMarkdown(t *testing.T) {
 	}
 	if strings.Contains(md, "/tmp/w/x.log") {
 		t.Error("log paths of the work directory leak into the document")
+	}
+	if !strings.Contains(md, "| ex.com/a | 3 | – | 3.00× | 3.00× | 4.50× | 3.00× | +50.0 % | +0.0 % |") {
+		t.Errorf("paired table missing:\n%s", md)
+	}
+	if PairedMedian([]float64{2, 6, 3}, []float64{1, 2, 0}) != 2.5 || PairedMedian(nil, []float64{1}) != 0 {
+		t.Error("PairedMedian")
 	}
 	if Median([]float64{5, 1, 3}) != 3 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 {
 		t.Error("Median")

@@ -104,12 +104,43 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 	}
 
 	w("\n## Runs\n\n")
-	w("| label | wafl commit | binary | date (UTC) | machine | go | command |\n|---|---|---|---|---|---|---|\n")
+	w("| label | wafl commit | binary | date (UTC) | machine | go | commands |\n|---|---|---|---|---|---|---|\n")
 	for _, lr := range ls {
-		w("| %s | %s | `%s` | %s | %s | %s | `%s` |\n", lr.Label.Name, orDash(lr.Label.Commit), lr.Label.Binary,
-			lr.Date.UTC().Format("2006-01-02 15:04"), cell(lr.Machine), lr.Go, cell(lr.Command))
+		w("| %s | %s | `%s` | %s | %s | %s | %d, below |\n", lr.Label.Name, orDash(lr.Label.Commit), lr.Label.Binary,
+			lr.Date.UTC().Format("2006-01-02 15:04"), cell(lr.Machine), lr.Go, len(strings.Split(lr.Command, "; then ")))
+	}
+	// The invocations that filled each column, in order (a later one
+	// replaces the modules it ran).
+	for _, lr := range ls {
+		w("\n%s:\n\n", lr.Label.Name)
+		for _, c := range strings.Split(lr.Command, "; then ") {
+			w("- `%s`\n", strings.ReplaceAll(strings.TrimSpace(c), "`", "'"))
+		}
 	}
 	w("\nwafl flags of every module: `%s`.\n", strings.Join(ls[len(ls)-1].Flags, " "))
+	var skips []string
+	for _, m := range mods {
+		if m.Skip != "" {
+			line := fmt.Sprintf("- %s: `--skip '%s'`", m.Name, m.Skip)
+			if m.Note != "" {
+				line += " — " + m.Note
+			}
+			// A stored result run with other tests left out says so.
+			for _, lr := range ls {
+				if r := lr.Results[m.Name]; r != nil && r.Version == m.Version && r.Status != "" && r.Skip != m.Skip {
+					if r.Skip == "" {
+						line += fmt.Sprintf(" (the %s column ran them)", lr.Label.Name)
+					} else {
+						line += fmt.Sprintf(" (the %s column was run with `--skip '%s'`)", lr.Label.Name, r.Skip)
+					}
+				}
+			}
+			skips = append(skips, line)
+		}
+	}
+	if len(skips) > 0 {
+		w("\nTests left out (wafl `--skip` in prepare and detect, `go test -skip` in the baseline; scripts/fieldruns/modules.tsv):\n\n%s\n", strings.Join(skips, "\n"))
+	}
 
 	names := make([]string, len(ls))
 	for i, lr := range ls {
@@ -253,12 +284,61 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 			}
 			w(" %s |\n", x.Date.UTC().Format("2006-01-02 15:04"))
 		}
+		w("\nThe same samples paired by round (median over rounds i of prepare_i / go test_i, and of each label's " +
+			"prepare_i / the first label's prepare_i − 1: the overhead change), with the 1-minute load average at the rounds' starts:\n\n")
+		w("| module | rounds | load average |")
+		for _, n := range lnames {
+			w(" %s / go test wall | %s / go test CPU |", n, n)
+		}
+		for _, n := range lnames[min(1, len(lnames)):] {
+			w(" %s vs %s wall | %s vs %s CPU |", n, lnames[0], n, lnames[0])
+		}
+		w("\n|---|---|---|")
+		for range lnames {
+			w("---|---|")
+		}
+		for range lnames[min(1, len(lnames)):] {
+			w("---|---|")
+		}
+		w("\n")
+		for _, x := range bl {
+			load := "–"
+			if len(x.Load) > 0 {
+				lo, hi := x.Load[0], x.Load[0]
+				for _, l := range x.Load {
+					lo, hi = min(lo, l), max(hi, l)
+				}
+				load = fmt.Sprintf("%.1f–%.1f", lo, hi)
+			}
+			w("| %s | %d | %s |", x.Module, len(x.GoTest), load)
+			for _, n := range lnames {
+				if len(x.Prepare[n]) == 0 {
+					w(" – | – |")
+					continue
+				}
+				w(" %.2f× | %.2f× |", PairedMedian(walls(x.Prepare[n]), walls(x.GoTest)), PairedMedian(cpus(x.Prepare[n]), cpus(x.GoTest)))
+			}
+			for _, n := range lnames[min(1, len(lnames)):] {
+				first := x.Prepare[lnames[0]]
+				pct := func(v float64) string {
+					if v == 0 {
+						return "–"
+					}
+					return fmt.Sprintf("%+.1f %%", 100*(v-1))
+				}
+				w(" %s | %s |", pct(PairedMedian(walls(x.Prepare[n]), walls(first))), pct(PairedMedian(cpus(x.Prepare[n]), cpus(first))))
+			}
+			w("\n")
+		}
 		for _, x := range bl {
 			w("\n%s samples (wall s / CPU s): go test", x.Module)
 			for _, t := range x.GoTest {
 				w(" %.2f/%.2f", t.Wall, t.CPU)
 			}
 			for _, n := range lnames {
+				if len(x.Prepare[n]) == 0 {
+					continue
+				}
 				w("; %s (%s) prepare", n, orDash(x.Commits[n]))
 				for _, t := range x.Prepare[n] {
 					w(" %.2f/%.2f", t.Wall, t.CPU)
@@ -267,7 +347,11 @@ func Markdown(mods []Module, s *Store, intro, notes string) string {
 					}
 				}
 			}
-			w(".\n")
+			w(".")
+			if x.Command != "" {
+				w(" Commands: `%s`.", x.Command)
+			}
+			w("\n")
 		}
 	}
 	if strings.TrimSpace(notes) != "" {

@@ -116,7 +116,7 @@ func Env() []string { return fieldbench.GoEnv() }
 // module copy src, with the wafl work directory work (removed first), and
 // collects the results.
 func RunModule(ctx context.Context, m Module, src, work string, l Label, o Options) *Result {
-	r := &Result{Module: m.Path, Version: m.Version, Status: "ok"}
+	r := &Result{Module: m.Path, Version: m.Version, Status: "ok", Skip: m.Skip}
 	if err := os.RemoveAll(work); err != nil {
 		r.Status = "error: " + err.Error()
 		return r
@@ -127,7 +127,7 @@ func RunModule(ctx context.Context, m Module, src, work string, l Label, o Optio
 		os.WriteFile(filepath.Join(logDir, step+".stdout"), out.Stdout, 0o644)
 		os.WriteFile(filepath.Join(logDir, step+".stderr"), out.Stderr, 0o644)
 	}
-	base := append([]string{"--dir", work}, o.WaflFlags()...)
+	base := append(append([]string{"--dir", work}, o.WaflFlags()...), m.TestFlags()...)
 
 	o.logf("  %s: wafl prepare %s\n", l.Name, strings.Join(m.Patterns, " "))
 	args := append(append([]string{"prepare"}, base...), m.Patterns...)
@@ -206,7 +206,7 @@ func Warm(ctx context.Context, m Module, src string, timeout time.Duration) Outp
 
 // GoTest runs the module's tests plainly: `go test -count=1 PATTERNS`.
 func GoTest(ctx context.Context, m Module, src string, timeout time.Duration) Output {
-	args := append([]string{"test", "-count=1"}, m.Patterns...)
+	args := append(append([]string{"test", "-count=1"}, m.GoTestFlags()...), m.Patterns...)
 	return Run(ctx, src, Env(), timeout, "go", args...)
 }
 
@@ -214,7 +214,7 @@ func GoTest(ctx context.Context, m Module, src string, timeout time.Duration) Ou
 func Prepare(ctx context.Context, m Module, src, work string, l Label, o Options) Output {
 	os.RemoveAll(work)
 	defer os.RemoveAll(work)
-	args := append(append([]string{"prepare", "--dir", work}, o.WaflFlags()...), m.Patterns...)
+	args := append(append(append([]string{"prepare", "--dir", work}, o.WaflFlags()...), m.TestFlags()...), m.Patterns...)
 	return Run(ctx, src, Env(), o.Timeout, l.Binary, args...)
 }
 

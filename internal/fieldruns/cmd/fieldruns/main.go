@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -202,9 +203,11 @@ func runModule(ctx context.Context, m fieldruns.Module, labels []fieldruns.Label
 	}
 	if baseline {
 		b := &fieldruns.Baseline{Module: m.Path, Version: m.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),
-			Command: "go test -count=1 " + strings.Join(m.Patterns, " ") + " | wafl prepare " + strings.Join(append(o.WaflFlags(), m.Patterns...), " "),
+			Command: "go test " + strings.Join(append(append([]string{"-count=1"}, m.GoTestFlags()...), m.Patterns...), " ") +
+				" | wafl prepare " + strings.Join(append(append(o.WaflFlags(), m.TestFlags()...), m.Patterns...), " "),
 			Prepare: map[string][]fieldruns.Timing{}, Commits: map[string]string{}}
 		for i := 0; i < reps; i++ {
+			b.Load = append(b.Load, loadAvg())
 			g := fieldruns.GoTest(ctx, m, src, o.Timeout)
 			b.GoTest = append(b.GoTest, g.Timing)
 			fmt.Fprintf(os.Stderr, "  baseline %d: go test %.2fs wall %.2fs CPU exit %d", i+1, g.Wall, g.CPU, g.Exit)
@@ -258,6 +261,20 @@ func gitCommit(dir string) string {
 		c += "+dirty"
 	}
 	return c
+}
+
+// loadAvg is the 1-minute load average (0 where /proc/loadavg is missing).
+func loadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 func goVersion(ctx context.Context) string {

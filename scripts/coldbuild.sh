@@ -85,7 +85,7 @@ timed() {
 	mkdir -p "$tr"
 	(cd "$dir" && GOCACHE=$cache TRACEDIR=$tr PATH=$work/shim:$PATH /usr/bin/time -o "$work/t" -f '%e %U %S' "$@" \
 		>"$work/log.$name" 2>&1) || st=$?
-	read -r wall user sys <"$work/t"
+	read -r wall user sys < <(tail -n 1 "$work/t") # after "Command exited with non-zero status N"
 	echo "$name $wall $user $sys $st" >>"$work/times"
 	printf '  %-24s %7.1f s wall %7.1f s CPU (exit %s)\n' "$name" "$wall" "$(echo "$user + $sys" | bc)" "$st" >&2
 	chmod -R u+w "$cache" 2>/dev/null

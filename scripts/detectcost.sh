@@ -52,7 +52,7 @@ for r in $(seq "$rounds"); do
 		find "$work/$k/logs" -name '*.run*.log' -delete 2>/dev/null || true
 		st=0
 		/usr/bin/time -f '%e %U %S' -o "$work/time" "$(bin "$k")" -v detect --runs 1 --seed 1 --dir "$work/$k" ./... >"$work/log-$k" 2>&1 || st=$?
-		read -r wall u s <"$work/time"
+		read -r wall u s < <(tail -n 1 "$work/time")
 		phases=$(grep -h '^time:' "$work/log-$k" | tr -s ' ' | cut -d' ' -f2- || true)
 		split=$(grep -h '^wafl: load ' "$work/log-$k" | cut -d' ' -f2- || true)
 		runs=$(grep -h '^detect:' "$work/log-$k" | sed 's/^detect: *\([0-9]*\) run.*/\1/' || echo 0)
@@ -82,6 +82,6 @@ for mode in off detect; do
 				"$4" -test.run "^$" >/dev/null 2>&1
 			fi
 		done' _ "$pdir" "$n" "$mode" "$binary" "$plan" "$work" || echo "# $mode: a run failed"
-	read -r wall u s <"$work/time"
+	read -r wall u s < <(tail -n 1 "$work/time")
 	awk -v m="$mode" -v w="$wall" -v c="$(echo "$u + $s" | bc)" -v n="$n" 'BEGIN {printf "%s: %.1f ms wall, %.1f ms CPU per start\n", m, 1000 * w / n, 1000 * c / n}'
 done

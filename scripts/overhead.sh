@@ -90,7 +90,8 @@ measure() {
 	shift 4
 	local tf=$work/time.$$ st=0
 	(cd "$dir" && /usr/bin/time -o "$tf" -f '%e %U %S %M' "$@" >"$work/log.$kind" 2>&1) || st=$?
-	read -r wall user sys rss <"$tf"
+	# With a non-zero exit, time writes "Command exited with non-zero status N" first.
+	read -r wall user sys rss < <(tail -n 1 "$tf")
 	echo "$mod $kind $round $wall $(echo "$user + $sys" | bc) $rss $st" >>"$data/times"
 	printf '  %-8s round %s: %6.2f s wall %6.2f s CPU (exit %s)\n' "$kind" "$round" "$wall" "$(echo "$user + $sys" | bc)" "$st" >&2
 }

@@ -38,6 +38,8 @@ STD=${STD:-warm}
 work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-coldbuild.XXXXXX")
 if [[ ${KEEP:-0} != 1 ]]; then trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT; fi
 die() { echo "coldbuild.sh: $*" >&2; exit 2; }
+# shellcheck source=scripts/fetchmod.sh
+source "$(dirname "$0")/fetchmod.sh"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is required (Debian package: time)"
 modules=("$@")
 if ((${#modules[@]} == 0)); then
@@ -64,15 +66,7 @@ exec "$realgo" "\$@"
 EOS
 chmod +x "$work/shim/go"
 
-fetch() {
-	local mv=$1 n=$2 dir
-	dir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "$mv" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[[ -n $dir && -d $dir ]] || die "go mod download $mv gave no directory"
-	cp -r "$dir" "$work/src-$n"
-	chmod -R u+w "$work/src-$n"
-	(cd "$work/src-$n" && go mod download >/dev/null 2>&1 || true)
-	echo "$work/src-$n"
-}
+fetch() { fetch_module "$1" "$work/src-$2"; }
 
 # timed NAME CACHE TRACE DIR CMD...: runs CMD with its own GOCACHE and the
 # go command's trace; appends "name wall user sys" to $work/times.

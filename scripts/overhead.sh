@@ -46,6 +46,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/wafl-overhead.XXXXXX")
 if [[ ${KEEP:-0} != 1 ]]; then trap 'rm -rf "$work"' EXIT; fi
 
 die() { echo "overhead.sh: $*" >&2; exit 2; }
+# shellcheck source=scripts/fetchmod.sh
+source "$(dirname "$0")/fetchmod.sh"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is required (Debian package: time)"
 command -v go >/dev/null || die "go is not on PATH"
 
@@ -71,17 +73,8 @@ WAFL_BASE=${WAFL_BASE:-}
 base_commit=${WAFL_BASE_COMMIT:-unknown}
 args="$*"
 
-# fetch MOD@VER: copies the module's source into $work/src/N and prints the dir.
-fetch() {
-	local mv=$1 n=$2 dir
-	dir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "$mv" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[[ -n $dir && -d $dir ]] || die "go mod download $mv gave no directory"
-	mkdir -p "$work/src"
-	cp -r "$dir" "$work/src/$n"
-	chmod -R u+w "$work/src/$n"
-	(cd "$work/src/$n" && go mod download >/dev/null 2>&1 || true)
-	echo "$work/src/$n"
-}
+# fetch MOD@VER N: copies the module's source into $work/src/N and prints the dir.
+fetch() { fetch_module "$1" "$work/src/$2"; }
 
 # measure NAME DIR ROUND CMD...: one timed run; appends "module kind round
 # wall cpu rss status" to $data/times.

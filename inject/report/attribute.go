@@ -24,9 +24,13 @@ type Attribution struct {
 	InProgress    bool
 	SameGoroutine bool
 	// Reordered is set for a use-before-init attributed through a logged
-	// reorder: the panicking goroutine ran ℓ2 (Pair.Second) during the
-	// delay and failed later, at Failing.
+	// reorder: goroutine PartnerG ran ℓ2 (Pair.Second) during the delay.
+	// Either PartnerG is the panicking goroutine and failed later, at
+	// Failing, or (Stale) the delayed goroutine itself failed at Failing
+	// after its delay, acting on what it read before it.
 	Reordered bool
+	Stale     bool
+	PartnerG  int64
 	// How says how the crash came about. For HowDecision and HowNatural
 	// Delay is not a logged delay: its ID is 0, Site is ℓ1 and G the
 	// goroutine that was deciding ℓ1's delay (0 if none).
@@ -187,13 +191,23 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 }
 
 // attributeReorder is the second chance for use-before-init: the log
-// shows that, while a delay at an init location ℓ1 was in progress, the
-// panicking goroutine reached a watched site with the delay's object (it
-// saw the slot before its init), and the panic is at an instrumented site
-// later in that goroutine — what it found missing sent it down a wrong
-// path (say, a nil check that led to a double close). The pair is
-// (ℓ1 → the site it reached) when that is a use-before-init pair of ℓ1,
-// else ℓ1's first use-before-init pair. The most recent reorder wins.
+// shows that, while a delay at an init location ℓ1 was in progress, a
+// goroutine reached a watched site with the delay's object (it saw the
+// slot before its init), and the panic is at an instrumented site later
+// on. Two goroutines can fail that way:
+//
+//   - the one that reached the site: what it found missing sent it down a
+//     wrong path (say, a nil check that led to a double close);
+//   - the delayed one (Stale), after its delay ended: it had checked the
+//     slot before the delay, the other goroutine acted on the same check
+//     meanwhile, and both acted (a close both made, a value both freed).
+//     Only the panics two acting goroutines make count (allowedCheckAct).
+//     On a loaded machine this is how a delay that overslept its partner's
+//     delay at the same location shows.
+//
+// The pair is (ℓ1 → the site reached) when that is a use-before-init pair
+// of ℓ1, else ℓ1's first use-before-init pair. A reorder of the panicking
+// goroutine wins over a stale one, and among either the most recent.
 func attributeReorder(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Goroutine, ix *siteIndex) *Attribution {
 	var f Frame
 	var ids []uint32
@@ -209,42 +223,57 @@ func attributeReorder(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Gor
 	if len(ids) == 0 {
 		return nil
 	}
+	gid := uint64(g.ID)
 	var best *Attribution
 	var bestT int64
 	for _, r := range lg.Reorders {
-		if r.G != uint64(g.ID) || (best != nil && r.T <= bestT) {
-			continue
-		}
 		d := lg.Delay(r.Delay)
 		if d == nil || d.G == r.G {
 			continue
 		}
-		loc := p.Location(d.Site)
-		if loc == nil {
+		stale := false
+		switch {
+		case r.G == gid:
+		case d.G == gid && d.Ended && allowedCheckAct(c.Kind):
+			stale = true
+		default:
 			continue
 		}
-		var pair *plans.Pair
-		for i := range loc.Pairs {
-			pr := &loc.Pairs[i]
-			if pr.Kind != plans.UseBeforeInit {
-				continue
-			}
-			if pr.Second == r.Second {
-				pair = pr
-				break
-			}
-			if pair == nil {
-				pair = pr
-			}
+		if best != nil && (stale != best.Stale && stale || stale == best.Stale && r.T <= bestT) {
+			continue // a stale reorder never beats the panicking goroutine's own
 		}
+		pair := reorderPair(p.Location(d.Site), r.Second)
 		if pair == nil {
 			continue
 		}
 		best = &Attribution{Kind: plans.UseBeforeInit, Delay: d, Pair: *pair, Failing: pickSite(tab, ids, c.Kind),
-			Frame: f, InProgress: !d.Ended, Reordered: true}
+			Frame: f, InProgress: !d.Ended, Reordered: true, Stale: stale, PartnerG: int64(r.G)}
 		bestT = r.T
 	}
 	return best
+}
+
+// reorderPair is the use-before-init pair of loc a reorder at site second
+// names: (ℓ1 → second) if loc has it, else loc's first use-before-init
+// pair; nil if loc is nil or has none.
+func reorderPair(loc *plans.Location, second uint32) *plans.Pair {
+	if loc == nil {
+		return nil
+	}
+	var pair *plans.Pair
+	for i := range loc.Pairs {
+		pr := &loc.Pairs[i]
+		if pr.Kind != plans.UseBeforeInit {
+			continue
+		}
+		if pr.Second == second {
+			return pr
+		}
+		if pair == nil {
+			pair = pr
+		}
+	}
+	return pair
 }
 
 // touchedDuring reports whether goroutine g touched the object of delay

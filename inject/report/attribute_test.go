@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,6 +154,43 @@ func TestAttributeReorder(t *testing.T) {
 	}
 }
 
+// The delayed goroutine itself crashing after its delay, while another
+// goroutine reached ℓ1's object during the delay, is the reordered
+// use-before-init too (quicclose on a loaded machine: both closers passed
+// the nil check, the delayed one overslept and closed second).
+func TestAttributeStale(t *testing.T) {
+	p, tab := attrFixture()
+	d := &Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}
+	lg := withReorder(logWith(d), Reorder{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10})
+	a, why := Attribute(p, tab, lg, crashAt(CloseClosed, 10, "/m/p/a.go", 40))
+	if a == nil || !a.Reordered || !a.Stale || a.PartnerG != 20 || a.Kind != plans.UseBeforeInit ||
+		a.Failing != 6 || a.Pair.Second != 2 || a.How != HowAfterDelay {
+		t.Fatalf("attribution %+v (%s); want a stale reordered use-before-init failing at the close (6), partner goroutine 20", a, why)
+	}
+	// Only a panic two acting goroutines make counts.
+	if a, _ := Attribute(p, tab, lg, crashAt(CloseNil, 10, "/m/p/a.go", 40)); a != nil {
+		t.Errorf("attributed a close of a nil channel in the delayed goroutine: %+v", a)
+	}
+	// The delay must have ended: the delayed goroutine acts after it.
+	d.Ended = false
+	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 10, "/m/p/a.go", 40)); a != nil {
+		t.Errorf("attributed a crash of the delayed goroutine during its delay: %+v", a)
+	}
+	d.Ended = true
+	// No other goroutine during the delay: nothing to explain the crash.
+	if a, _ := Attribute(p, tab, logWith(d), crashAt(CloseClosed, 10, "/m/p/a.go", 40)); a != nil {
+		t.Errorf("attributed without a reorder: %+v", a)
+	}
+	// The panicking goroutine's own reorder wins over a stale one: goroutine
+	// 10 also reached the object of goroutine 30's delay.
+	d2 := &Delay{ID: 2, Site: 3, G: 30, Ns: ms}
+	lg = withReorder(logWith(d, d2), Reorder{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10},
+		Reorder{T: 4, First: 3, Second: 2, Delay: 2, G: 10, DelayG: 30})
+	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 10, "/m/p/a.go", 40)); a == nil || a.Stale || a.Delay.ID != 2 {
+		t.Errorf("attribution %+v; want goroutine 10's own reorder (delay 2)", a)
+	}
+}
+
 // A panic at the failing site of a bug the plan already records, reached
 // through another pair's delay, is reported as that known bug, not as a
 // new one or an unexplained failure.
@@ -176,5 +214,31 @@ func TestOutcomeKnownBug(t *testing.T) {
 	}
 	if res.Status != Fail || res.Known == nil || res.Known.Failing != 4 || !strings.Contains(res.Reason, "known use-after-dispose") {
 		t.Fatalf("status %s known %+v reason %q", res.Status, res.Known, res.Reason)
+	}
+}
+
+// The text report of a stale reordered use-before-init names the
+// goroutine that ran ℓ2 during the delay, not the panicking one.
+func TestTextStale(t *testing.T) {
+	p, tab := attrFixture()
+	d := &Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}
+	lg := withReorder(logWith(d), Reorder{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10})
+	c := crashAt(CloseClosed, 10, "/m/p/a.go", 40)
+	a, why := Attribute(p, tab, lg, c)
+	if a == nil {
+		t.Fatal(why)
+	}
+	b := newBug(RunInput{Plan: p, Sites: tab, Package: "example.com/p", Test: "TestX", Run: 1}, a, c)
+	if b.PartnerGoroutine != 20 || b.PanickingGoroutine != 10 || b.Partner == nil || b.Partner.Site != 2 {
+		t.Fatalf("bug %+v", b)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, []*Bug{b}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"during the delay, by goroutine 20", "then the delayed goroutine acted on what it read before the delay", "goroutine 10"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
 	}
 }

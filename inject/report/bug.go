@@ -39,12 +39,16 @@ type Bug struct {
 	// dispose of a use-after-dispose, or the use that ran during the delay
 	// for a use-before-init that failed further on (Reordered).
 	Partner *Location `json:"partner,omitempty"`
-	// Reordered is set for a use-before-init whose panic came after ℓ2, in
-	// the goroutine that ran ℓ2 during the delay.
 	// Recovered is set when user code recovered the panic (the test
 	// failed without a crash); the runtime logged it before it happened.
 	Recovered bool `json:"recovered,omitempty"`
-	Reordered bool `json:"reordered,omitempty"`
+	// Reordered is set for a use-before-init attributed through ℓ2 run
+	// during the delay by goroutine PartnerGoroutine: the panic came later,
+	// either in that goroutine or, when PartnerGoroutine is not the
+	// panicking goroutine, in the delayed goroutine after its delay (it
+	// acted on what it read before the delay, as the other one did).
+	Reordered        bool  `json:"reordered,omitempty"`
+	PartnerGoroutine int64 `json:"partner_goroutine,omitempty"`
 	// PairFrom is where the bug's candidate pair came from when not from
 	// the preparation run: "learn" (a recording run detect made for a plan
 	// without candidates) or "detect" (a detection run that also recorded;
@@ -181,6 +185,9 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		b.Partner = &p
 	}
 	b.Reordered = a.Reordered
+	if a.Reordered {
+		b.PartnerGoroutine = a.PartnerG
+	}
 	b.PairFrom = a.Pair.From
 	b.Reproduce = Reproduce{Wafl: in.Reproduce, Command: append([]string{in.Binary}, in.Args...), Env: in.Env}
 	if b.Reproduce.Wafl == "" {
@@ -319,7 +326,14 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 				ew.printf("             by another goroutine during the delay after the check\n")
 			default:
 				ew.printf("  used:      %s\n", *b.Partner)
-				ew.printf("             during the delay, by goroutine %d\n", b.PanickingGoroutine)
+				by := b.PanickingGoroutine
+				if b.PartnerGoroutine != 0 {
+					by = b.PartnerGoroutine
+				}
+				ew.printf("             during the delay, by goroutine %d\n", by)
+				if by != b.PanickingGoroutine && b.PanickingGoroutine == int64(b.Delay.Goroutine) {
+					ew.printf("             then the delayed goroutine acted on what it read before the delay\n")
+				}
 			}
 		}
 		ew.printf("  reproduce: %s\n", b.Reproduce.Wafl)

@@ -143,8 +143,8 @@ func bugView(n int, b *report.Bug, src func(string, int) string) bugData {
 		switch {
 		case b.Kind == plans.UseAfterDispose && failG == delayedG:
 			pl = add(laneKey{other: true}) // the disposer: not in the report
-		case b.Reordered:
-			pl = fl
+		case b.Reordered && b.PartnerGoroutine != 0:
+			pl = add(laneKey{g: b.PartnerGoroutine}) // ran ℓ2 during the delay
 		default:
 			pl = fl
 		}

@@ -131,12 +131,19 @@ func (o Overrides) NewParams() Params {
 // MaxLoadFactor bounds the load scaling of δ and the maximum delay.
 const MaxLoadFactor = 4.0
 
+// MaxSlackFactor bounds the load scaling of the run slack. It is larger
+// than MaxLoadFactor: the slack is a few milliseconds per run, and on a
+// machine whose run queue is 7 per core a partner was measured arriving
+// 3.5–4 ms after a delay that carried the slack of factor 4 (newtping and
+// dockerstats, load 14 on 2 cores, docs/algorithm.md "Delay length").
+const MaxSlackFactor = 8.0
+
 // RunSlack is the slack a detection run adds to every learned delay
 // (Params.SlackNs) when the machine's load factor is load at the start of
 // the run: DefaultSlackNs per unit of load factor (at least 1, at most
-// MaxLoadFactor), or DefaultSlackNs when noScale is set.
+// MaxSlackFactor), or DefaultSlackNs when noScale is set.
 func RunSlack(load float64, noScale bool) int64 {
-	f := min(max(load, 1), MaxLoadFactor)
+	f := min(max(load, 1), MaxSlackFactor)
 	if noScale || math.IsNaN(f) {
 		f = 1
 	}

@@ -14,7 +14,8 @@ func TestRunSlackScalesWithLoad(t *testing.T) {
 		{0, false, DefaultSlackNs},
 		{1, false, DefaultSlackNs},
 		{2.5, false, DefaultSlackNs * 5 / 2},
-		{40, false, int64(MaxLoadFactor) * DefaultSlackNs},
+		{6, false, 6 * DefaultSlackNs}, // above MaxLoadFactor: the slack has its own cap
+		{40, false, int64(MaxSlackFactor) * DefaultSlackNs},
 		{3, true, DefaultSlackNs},
 		{math.NaN(), false, DefaultSlackNs},
 	} {

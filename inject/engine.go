@@ -178,9 +178,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		l.isLoc = true
 		l.delayNs = pl.DelayNs
 		if pl.DelayNs > 0 {
-			// The run's scheduling slack on top of the learned length,
-			// never past the bound unless the length already is.
-			l.delayNs = max(pl.DelayNs, min(pl.DelayNs+e.params.SlackNs, e.params.MaxDelayNs))
+			// The run's stretch and scheduling slack on top of the learned
+			// length, never past the bound unless the length already is.
+			l.delayNs = e.params.RunDelay(pl.DelayNs)
 		}
 		if cfg.ablate.fixedDelay && pl.DelayNs > 0 {
 			l.delayNs = FixedDelayNs

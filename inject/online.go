@@ -306,7 +306,7 @@ func (e *engine) addTrap(kind plans.Kind, first, second access, key uint64) {
 	l1 := b.traps.find(first.site)
 	if l1 == nil {
 		d := e.params.Delay(gap)
-		d = max(d, min(d+e.params.SlackNs, e.params.MaxDelayNs)) // the run's scheduling slack, as for planned delays
+		d = e.params.RunDelay(d) // the run's stretch and slack, as for planned delays
 		if e.cfg.ablate.fixedDelay {
 			d = FixedDelayNs
 		}

@@ -75,6 +75,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("grace_ns must be ≥ 0, got %d", p.GraceNs)
 	case p.SlackNs < 0:
 		return fmt.Errorf("slack_ns must be ≥ 0, got %d", p.SlackNs)
+	case !(p.Stretch >= 0 && p.Stretch <= MaxStretch):
+		return fmt.Errorf("stretch must be in [0,%g], got %v", MaxStretch, p.Stretch)
 	}
 	return nil
 }
@@ -148,6 +150,41 @@ func RunSlack(load float64, noScale bool) int64 {
 		f = 1
 	}
 	return int64(float64(DefaultSlackNs) * f)
+}
+
+// MaxStretch bounds RunStretch.
+const MaxStretch = 2.5
+
+// RunStretch is the factor a detection run stretches every learned delay by
+// (Params.Stretch) when the machine's load factor is load at the start of
+// the run: 1 + (load − 1)/2, at least 1, at most MaxStretch (reached at
+// load factor 4), or 1 when noScale is set. On a quiet machine delays are
+// α × gap as in the thesis; with other jobs running, a gap made of timer
+// waits was measured at up to 2.3× its preparation-run length (newtping,
+// load 14 on 2 cores; docs/algorithm.md, "Delay length").
+func RunStretch(load float64, noScale bool) float64 {
+	if noScale || math.IsNaN(load) {
+		return 1
+	}
+	return min(max(1+(load-1)/2, 1), MaxStretch)
+}
+
+// RunDelay is the length a detection run gives a delay whose learned
+// length is learned: learned × Stretch + SlackNs, never past MaxDelayNs
+// unless learned already is, never shorter than learned.
+func (p Params) RunDelay(learned int64) int64 {
+	if learned <= 0 {
+		return learned
+	}
+	d := float64(learned)
+	if p.Stretch > 1 {
+		d *= p.Stretch
+	}
+	d += float64(p.SlackNs)
+	if d >= float64(p.MaxDelayNs) || math.IsNaN(d) {
+		return max(learned, p.MaxDelayNs)
+	}
+	return max(learned, int64(d))
 }
 
 // ApplyDetection sets the detection-run parameters o sets (decay and the

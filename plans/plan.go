@@ -47,6 +47,11 @@ type Params struct {
 	// scheduler slice arrives that much later than in the preparation run,
 	// whatever its gap. Absent (plans written before it existed): 0.
 	SlackNs int64 `json:"slack_ns,omitempty"`
+	// Stretch multiplies every learned delay in a detection run on a
+	// loaded machine (RunStretch): a partner whose path to ℓ2 waits on
+	// several timers or channel wake-ups arrives later by a share of its
+	// gap, not by a constant. Absent or ≤ 1: no stretch.
+	Stretch float64 `json:"stretch,omitempty"`
 }
 
 // Provenance says where a plan came from.

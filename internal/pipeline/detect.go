@@ -247,7 +247,9 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
 	rp := *plan
-	rp.Params.SlackNs = plans.RunSlack(loadFactor(), o.Params.NoLoadScale)
+	lf := loadFactor()
+	rp.Params.SlackNs = plans.RunSlack(lf, o.Params.NoLoadScale)
+	rp.Params.Stretch = plans.RunStretch(lf, o.Params.NoLoadScale)
 	if err := plans.Save(runPlan, &rp); err != nil {
 		return nil, err
 	}

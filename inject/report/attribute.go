@@ -145,8 +145,9 @@ func contains(ids []uint32, id uint32) bool {
 // The panic must be one a bug of that kind produces. Failing that, a
 // use-before-init is also attributed when the log shows the panicking
 // goroutine touched the object of a delay at ℓ1 while that delay was in
-// progress and the panic is at an instrumented site (see
-// attributeReorder). When nothing
+// progress and the panic is at an instrumented site, or that the
+// panicking goroutine is the delayed one and another goroutine touched
+// its object during the delay (the stale case; see attributeReorder). When nothing
 // matches it returns nil and the reason, for the ordinary-failure report.
 func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution, string) {
 	if c == nil {

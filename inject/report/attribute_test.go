@@ -242,3 +242,34 @@ func TestTextStale(t *testing.T) {
 		}
 	}
 }
+
+// A double close on the natural schedule, in a goroutine the log shows
+// going through a check-then-act location (skipped there by
+// interference), is credited to that location: the check sat in a helper
+// that had returned, so only the log ties the act to it (fsnotify
+// v1.5.4's Close).
+func TestCreditCheckActFromLog(t *testing.T) {
+	tab := &sites.Table{Version: sites.Version, Sites: []sites.Site{
+		{ID: 7, Kind: "use", File: "/m/p/a.go", Line: 66, Expr: "w.done", Func: "(*W).isClosed"},
+		{ID: 8, Kind: "close", File: "/m/p/a.go", Line: 80, Expr: "w.done", Func: "(*W).Close"},
+	}}
+	p := newPlan(pairLoc(plans.CheckThenAct, 7, 7, ms))
+	lg := logWith(&Delay{ID: 1, Site: 7, G: 3, Ns: ms, Ended: true})
+	lg.Skips = []Skip{{T: 5, Site: 7, G: 134, N: 82, Why: "interference", By: 7}}
+	a := creditPlanned(p, tab, lg, crashAt(CloseClosed, 134, "/m/p/a.go", 80))
+	if a == nil || a.Kind != plans.CheckThenAct || a.Failing != 8 || a.How != HowNatural || a.Delay.Site != 7 {
+		t.Fatalf("credit %+v; want check-then-act at the close (8), natural schedule", a)
+	}
+	// A goroutine the log does not show at the check is not credited.
+	if a := creditPlanned(p, tab, lg, crashAt(CloseClosed, 135, "/m/p/a.go", 80)); a != nil {
+		t.Errorf("credited a goroutine that never reached the check: %+v", a)
+	}
+	// Nor a panic two acting goroutines do not make.
+	if a := creditPlanned(p, tab, lg, crashAt(CloseNil, 134, "/m/p/a.go", 80)); a != nil {
+		t.Errorf("credited a close of a nil channel: %+v", a)
+	}
+	// Nor a panic at no instrumented site.
+	if a := creditPlanned(p, tab, lg, crashAt(CloseClosed, 134, "/m/p/b.go", 12)); a != nil {
+		t.Errorf("credited a panic at no site: %+v", a)
+	}
+}

@@ -51,7 +51,9 @@ func (h How) Describe() string {
 // creditPlanned is the last chance for a MEMORDER panic that Attribute
 // could not tie to an injected delay: if the panicking goroutine is at a
 // site the plan names — ℓ2 of a use-before-init pair or ℓ1 of a
-// use-after-dispose location — with a panic that kind of bug produces,
+// use-after-dispose location — with a panic that kind of bug produces, or
+// it went through a check-then-act location in this run and then crashed
+// acting (creditCheckAct),
 // the crash is the bug, whether or not a delay had been counted. How is
 // HowDecision when another goroutine's stack shows it inside the wafl
 // runtime at that pair's ℓ1 with no delay of its own in progress in the
@@ -103,6 +105,63 @@ func creditPlanned(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) *Attribut
 		}
 		if best != nil {
 			return best
+		}
+	}
+	return creditCheckAct(p, tab, lg, c, g, ix)
+}
+
+// creditCheckAct credits a crash to a check-then-act location ℓ1 of the
+// plan when the log shows the panicking goroutine went through ℓ1 in this
+// run (its check: a delay that does not explain the crash, or a skip) and
+// the panic is one two goroutines acting on one check make
+// (allowedCheckAct), at an instrumented site — the first frame with sites
+// is its act. The check usually sits in a helper (isClosed) that has
+// returned by the time the act panics, so the stack cannot show it; the
+// log can. Seen on fsnotify v1.5.4's Close (docs/evaluation.md, field
+// benchmark): goroutines skipped at the check by interference closed the
+// same watcher twice on the natural schedule. Skip records are capped
+// per run (abi.MaxSkipRecords), so a goroutine past the cap is not
+// credited.
+func creditCheckAct(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Goroutine, ix *siteIndex) *Attribution {
+	if lg == nil || !allowedCheckAct(c.Kind) {
+		return nil
+	}
+	var f Frame
+	var ids []uint32
+	for _, fr := range g.Frames {
+		if internalFrame(fr) {
+			continue
+		}
+		if ids = ix.lookup(fr); len(ids) > 0 {
+			f = fr
+			break
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	gid := uint64(g.ID)
+	passed := func(site uint32) bool {
+		for _, sk := range lg.Skips {
+			if sk.Site == site && sk.G == gid {
+				return true
+			}
+		}
+		for _, d := range lg.Delays {
+			if d.Site == site && d.G == gid {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		for _, pr := range l.Pairs {
+			if pr.Kind != plans.CheckThenAct || !passed(l.Site) {
+				continue
+			}
+			return &Attribution{Kind: pr.Kind, Pair: pr, Failing: pickSite(tab, ids, c.Kind), Frame: f, How: HowNatural,
+				Delay: &Delay{Site: l.Site, Ns: l.DelayNs}, SameGoroutine: true}
 		}
 	}
 	return nil

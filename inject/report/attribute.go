@@ -119,6 +119,21 @@ func (ix *siteIndex) lookup(f Frame) []uint32 {
 	return out
 }
 
+// firstSiteFrame is the panicking goroutine's innermost frame outside the
+// runtime, testing and wafl whose line holds sites, and those sites (nil
+// when no frame has any).
+func (ix *siteIndex) firstSiteFrame(g *Goroutine) (Frame, []uint32) {
+	for _, f := range g.Frames {
+		if internalFrame(f) {
+			continue
+		}
+		if ids := ix.lookup(f); len(ids) > 0 {
+			return f, ids
+		}
+	}
+	return Frame{}, nil
+}
+
 func contains(ids []uint32, id uint32) bool {
 	for _, x := range ids {
 		if x == id {
@@ -210,17 +225,7 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 // of ℓ1, else ℓ1's first use-before-init pair. A reorder of the panicking
 // goroutine wins over a stale one, and among either the most recent.
 func attributeReorder(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Goroutine, ix *siteIndex) *Attribution {
-	var f Frame
-	var ids []uint32
-	for _, fr := range g.Frames {
-		if internalFrame(fr) {
-			continue
-		}
-		if ids = ix.lookup(fr); len(ids) > 0 {
-			f = fr
-			break
-		}
-	}
+	f, ids := ix.firstSiteFrame(g)
 	if len(ids) == 0 {
 		return nil
 	}

@@ -126,17 +126,7 @@ func creditCheckAct(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Gorou
 	if lg == nil || !allowedCheckAct(c.Kind) {
 		return nil
 	}
-	var f Frame
-	var ids []uint32
-	for _, fr := range g.Frames {
-		if internalFrame(fr) {
-			continue
-		}
-		if ids = ix.lookup(fr); len(ids) > 0 {
-			f = fr
-			break
-		}
-	}
+	f, ids := ix.firstSiteFrame(g)
 	if len(ids) == 0 {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -250,7 +251,7 @@ func (a *analysis) restart(why string) {
 // critical path on two cores) has its goroutine to itself.
 func (a *analysis) pass1(s strategy) (Meta, error) {
 	ro, pre := s.decode()
-	return a.scan("pass 1 (forks, lifecycle)", ro, func(c *abi.Batch) {
+	return a.scan("pass 1 (forks, lifecycle)", ro, func(c *trace.Batch) {
 		a.count(c)
 		a.checks.batch(c)
 		if pre != nil {
@@ -260,7 +261,7 @@ func (a *analysis) pass1(s strategy) (Meta, error) {
 }
 
 // count counts the rows of a batch of pass 1 and collects its fork edges.
-func (a *analysis) count(c *abi.Batch) {
+func (a *analysis) count(c *trace.Batch) {
 	n := c.Len()
 	a.stats.Malformed += raggedRows(c)
 	a.stats.Events += int64(n)
@@ -303,7 +304,7 @@ func validSite(site uint32) bool { return site != 0 && site <= maxSite }
 
 // raggedRows is the number of rows of c beyond its shortest column,
 // skipped as malformed.
-func raggedRows(c *abi.Batch) int64 {
+func raggedRows(c *trace.Batch) int64 {
 	return int64(max(len(c.Time), len(c.G), len(c.Clock), len(c.Site), len(c.Obj), len(c.Op)) - c.Len())
 }
 
@@ -356,7 +357,7 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 // analysis overlap. There ro, if not nil, puts the rows back in time
 // order, and pre, if not nil, runs on each batch before fn sees it in the
 // caller's goroutine.
-func (a *analysis) scan(pass string, ro *reorder, pre func(*abi.Batch), fn func(*abi.Batch) error) (meta Meta, err error) {
+func (a *analysis) scan(pass string, ro *reorder, pre func(*trace.Batch), fn func(*trace.Batch) error) (meta Meta, err error) {
 	a.stats.Passes++
 	src, err := a.open()
 	if err != nil {
@@ -364,10 +365,10 @@ func (a *analysis) scan(pass string, ro *reorder, pre func(*abi.Batch), fn func(
 	}
 	meta = src.Meta()
 	const inFlight = 3
-	full := make(chan *abi.Batch, inFlight)
-	free := make(chan *abi.Batch, inFlight)
+	full := make(chan *trace.Batch, inFlight)
+	free := make(chan *trace.Batch, inFlight)
 	for i := 0; i < inFlight; i++ {
-		free <- &abi.Batch{}
+		free <- &trace.Batch{}
 	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
@@ -379,7 +380,7 @@ func (a *analysis) scan(pass string, ro *reorder, pre func(*abi.Batch), fn func(
 			return
 		}
 		for src.Next() {
-			var c *abi.Batch
+			var c *trace.Batch
 			select {
 			case c = <-free:
 			case <-stop:
@@ -430,9 +431,9 @@ func (a *analysis) scan(pass string, ro *reorder, pre func(*abi.Batch), fn func(
 // produceReordered is scan's decoding loop when the rows are put back in
 // time order (see reorder). The reordering takes the complete rows of a
 // ragged batch; the others are added to *ragged.
-func produceReordered(src Source, ro *reorder, pre func(*abi.Batch), full, free chan *abi.Batch, stop chan struct{}, ragged *int64) error {
+func produceReordered(src Source, ro *reorder, pre func(*trace.Batch), full, free chan *trace.Batch, stop chan struct{}, ragged *int64) error {
 	const rows = 64 << 10
-	var out *abi.Batch
+	var out *trace.Batch
 	// pump releases rows into output batches; false: stopped.
 	pump := func(final bool) bool {
 		for {
@@ -443,7 +444,7 @@ func produceReordered(src Source, ro *reorder, pre func(*abi.Batch), full, free 
 					return false
 				}
 				if cap(out.Time) < rows {
-					*out = abi.Batch{
+					*out = trace.Batch{
 						Time: make([]int64, 0, rows), G: make([]uint64, 0, rows), Clock: make([]uint32, 0, rows),
 						Site: make([]uint32, 0, rows), Obj: make([]uint64, 0, rows), Op: make([]uint8, 0, rows),
 					}
@@ -488,8 +489,8 @@ func produceReordered(src Source, ro *reorder, pre func(*abi.Batch), full, free 
 
 // rescan runs fn over the batches of a fresh Source, for a pass after
 // pass 1.
-func (a *analysis) rescan(pass string, fn func(*abi.Batch)) error {
-	_, err := a.scan(pass, nil, nil, func(c *abi.Batch) error {
+func (a *analysis) rescan(pass string, fn func(*trace.Batch)) error {
+	_, err := a.scan(pass, nil, nil, func(c *trace.Batch) error {
 		fn(c)
 		return nil
 	})

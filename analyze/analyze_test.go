@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -48,7 +49,7 @@ func source(rows []row, batchSize int) *SliceSource {
 	s := &SliceSource{M: Meta{Package: "example.com/m", Test: "TestX"}}
 	for len(rows) > 0 {
 		n := min(batchSize, len(rows))
-		var c abi.Batch
+		var c trace.Batch
 		for _, r := range rows[:n] {
 			c.Append(r.t, r.g, r.clock, r.site, r.obj, uint8(r.op))
 		}
@@ -578,7 +579,7 @@ func TestReorderHoldsBoundedRows(t *testing.T) {
 
 func TestReorderReleasesBeyondItsBound(t *testing.T) {
 	r := newReorder(100*ms, 100)
-	out := &abi.Batch{Time: make([]int64, 0, 1000), G: make([]uint64, 0, 1000), Clock: make([]uint32, 0, 1000),
+	out := &trace.Batch{Time: make([]int64, 0, 1000), G: make([]uint64, 0, 1000), Clock: make([]uint32, 0, 1000),
 		Site: make([]uint32, 0, 1000), Obj: make([]uint64, 0, 1000), Op: make([]uint8, 0, 1000)}
 	for b := range 5 {
 		c := source(spread(0xA, 0, ms, 60), 60).Batches[0] // 60 rows within 1 ms

@@ -12,31 +12,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/analyze/internal/synth"
-	"github.com/memorder/wafl/record/trace"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // synthSource is a Source that generates a synthetic trace on the fly in
 // a producer goroutine (double-buffered), so a pass costs max(generation,
 // analysis) and needs no file.
 type synthSource struct {
-	ch   chan *abi.Batch
-	back chan *abi.Batch
-	cur  *abi.Batch
+	ch   chan *trace.Batch
+	back chan *trace.Batch
+	cur  *trace.Batch
 	done chan struct{}
 	once sync.Once
 }
 
 func synthOpener(cfg synth.Config) Opener {
 	return func() (Source, error) {
-		s := &synthSource{ch: make(chan *abi.Batch), back: make(chan *abi.Batch, 2), done: make(chan struct{})}
-		s.back <- &abi.Batch{}
-		s.back <- &abi.Batch{}
+		s := &synthSource{ch: make(chan *trace.Batch), back: make(chan *trace.Batch, 2), done: make(chan struct{})}
+		s.back <- &trace.Batch{}
+		s.back <- &trace.Batch{}
 		go func() {
 			defer close(s.ch)
-			synth.Generate(cfg, func(b *abi.Batch) error {
-				var out *abi.Batch
+			synth.Generate(cfg, func(b *trace.Batch) error {
+				var out *trace.Batch
 				select {
 				case out = <-s.back:
 				case <-s.done:
@@ -64,8 +63,8 @@ func (s *synthSource) Next() bool {
 	s.cur = b
 	return ok
 }
-func (s *synthSource) Batch() *abi.Batch { return s.cur }
-func (s *synthSource) Err() error        { return nil }
+func (s *synthSource) Batch() *trace.Batch { return s.cur }
+func (s *synthSource) Err() error          { return nil }
 func (s *synthSource) Close() error {
 	s.once.Do(func() { close(s.done) })
 	for range s.ch {
@@ -146,8 +145,8 @@ func BenchmarkAnalyzeMemory(b *testing.B) {
 func synthSlice(n int) *SliceSource {
 	cfg := synth.Config{Events: n, Seed: 1}
 	src := &SliceSource{M: Meta{Package: "synthetic", Test: "TestSynthetic"}}
-	synth.Generate(cfg, func(sb *abi.Batch) error {
-		var c abi.Batch
+	synth.Generate(cfg, func(sb *trace.Batch) error {
+		var c trace.Batch
 		c.CopyFrom(sb)
 		src.Batches = append(src.Batches, c)
 		return nil
@@ -170,7 +169,7 @@ func benchTrace(b *testing.B, cfg synth.Config) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	err = synth.Generate(cfg, func(sb *abi.Batch) error {
+	err = synth.Generate(cfg, func(sb *trace.Batch) error {
 		return w.Write(sb)
 	})
 	if cerr := w.Close(); err == nil {

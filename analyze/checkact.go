@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // Check-then-act pairs (docs/algorithm.md, "Check-then-act pairs"):
@@ -65,7 +66,7 @@ func newCheckRows(budget int64) *checkRows {
 }
 
 // batch keeps the check and dispose rows of c with a valid site.
-func (r *checkRows) batch(c *abi.Batch) {
+func (r *checkRows) batch(c *trace.Batch) {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		op := abi.Op(op)

@@ -4,7 +4,7 @@
 // §4.1–4.4), streaming over traces larger than memory.
 //
 // File analyzes an Arrow trace written by record/trace; Reader analyzes a
-// stream; Run analyzes any Source of column batches (abi.Batch). All
+// stream; Run analyzes any Source of column batches (trace.Batch). All
 // return a validated *plans.Plan and Stats (events, objects, candidates,
 // pair instances dropped by the near-miss window, by goroutine and by
 // forks, warnings).

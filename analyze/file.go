@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
-	"github.com/memorder/wafl/record/trace"
 )
 
 // File analyzes the Arrow IPC trace at path (record/trace) and returns the
@@ -85,8 +85,8 @@ func (s *traceSource) Next() bool {
 	return true
 }
 
-func (s *traceSource) Batch() *abi.Batch { return s.r.Batch() }
-func (s *traceSource) Err() error        { return s.r.Err() }
+func (s *traceSource) Batch() *trace.Batch { return s.r.Batch() }
+func (s *traceSource) Err() error          { return s.r.Err() }
 
 func (s *traceSource) Close() error {
 	if s.closed {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorder/wafl/record/trace"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // writeTrace writes rows as an Arrow IPC trace, batchSize rows a batch.

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // ilog is what pass 3 (interference) needs of the trace, gathered during
@@ -135,7 +136,7 @@ func class(b []byte) int {
 
 // batch thins and logs the init, use and dispose rows of c with a valid
 // site.
-func (l *ilog) batch(c *abi.Batch) {
+func (l *ilog) batch(c *trace.Batch) {
 	n := c.Len()
 	tm, gs, sites := c.Time[:n], c.G[:n], c.Site[:n]
 	for i, op := range c.Op[:n] {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -407,7 +408,7 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 
 // batch matches the init, use and dispose rows of c, of any goroutines,
 // against the windows.
-func (w *windows) batch(c *abi.Batch) {
+func (w *windows) batch(c *trace.Batch) {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		if abi.Op(op).Sited() {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/lcc"
 )
 
@@ -103,7 +104,7 @@ func newPairer(delta int64, forks *lcc.Forest) *pairer {
 // Each instance is kept if 0 ≤ τ2 − τ1 < δ, the goroutines differ and the
 // events are concurrent by forks. The lifecycle events come from store,
 // one group of partitions at a time; replay reads the uses again for each.
-func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func(*abi.Batch)) error) error {
+func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func(*trace.Batch)) error) error {
 	groups, err := store.finish()
 	if err != nil {
 		return err
@@ -120,7 +121,7 @@ func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func
 		p.index, p.look = buildIndex(ev), lookCache{}
 		a.stats.Objects += int64(p.index.objects())
 		full := g == ^uint64(0)
-		if err := replay("pass 2 (pairs)", func(c *abi.Batch) { p.batch(c, g, full) }); err != nil {
+		if err := replay("pass 2 (pairs)", func(c *trace.Batch) { p.batch(c, g, full) }); err != nil {
 			return err
 		}
 		p.index = nil
@@ -131,7 +132,7 @@ func (a *analysis) pass2(store *lifecycleStore, replay func(pass string, fn func
 }
 
 // batch handles the uses of one batch that belong to this pairer.
-func (p *pairer) batch(c *abi.Batch, mask uint64, full bool) {
+func (p *pairer) batch(c *trace.Batch, mask uint64, full bool) {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		if abi.Op(op) != abi.OpUse {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // reorderHorizon is how far behind the latest row a row may arrive and
@@ -36,7 +36,7 @@ type reorder struct {
 // orun is one sorted run, in column form (so rows move in bulk); rows
 // before pos are released.
 type orun struct {
-	c     abi.Batch
+	c     trace.Batch
 	pos   int
 	lastT int64
 }
@@ -61,7 +61,7 @@ func newReorder(horizon int64, maxHeld int) *reorder {
 }
 
 // add takes the rows of c (copied).
-func (r *reorder) add(c *abi.Batch) {
+func (r *reorder) add(c *trace.Batch) {
 	n := c.Len()
 	tm, g, obj, clk, site, op := c.Time[:n], c.G[:n], c.Obj[:n], c.Clock[:n], c.Site[:n], c.Op[:n]
 	for i := 0; i < n; {
@@ -105,7 +105,7 @@ func (r *reorder) newRun() *orun {
 // drain appends to out, up to cap(out.Time) rows, the rows released:
 // those at least horizon behind the latest time, or all when final. It
 // reports whether rows may remain to be released now.
-func (r *reorder) drain(out *abi.Batch, final bool) bool {
+func (r *reorder) drain(out *trace.Batch, final bool) bool {
 	limit := int64(math.MaxInt64)
 	if !final && r.held <= r.maxHeld {
 		if r.maxT < math.MinInt64+r.horizon {

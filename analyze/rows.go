@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // rowSpill is a compact copy of the trace's init, use, dispose and check rows,
@@ -21,7 +21,7 @@ type rowSpill struct {
 	buf  [rowSize]byte
 	rows int64
 	// read side
-	cols abi.Batch
+	cols trace.Batch
 	raw  []byte
 }
 
@@ -47,7 +47,7 @@ func newRowSpill(dir string) (*rowSpill, error) {
 }
 
 // add appends row i of c; the caller has checked op and site.
-func (s *rowSpill) add(c *abi.Batch, i int) error {
+func (s *rowSpill) add(c *trace.Batch, i int) error {
 	b := s.buf[:]
 	binary.LittleEndian.PutUint64(b[0:], uint64(c.Time[i]))
 	binary.LittleEndian.PutUint64(b[8:], c.G[i])
@@ -69,13 +69,13 @@ func (s *rowSpill) flush() error {
 }
 
 // scan calls fn with every batch of the spill, in the order written.
-func (s *rowSpill) scan(fn func(c *abi.Batch)) error {
+func (s *rowSpill) scan(fn func(c *trace.Batch)) error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("row spill %s: %w", s.f.Name(), err)
 	}
 	if s.raw == nil {
 		s.raw = make([]byte, spillRows*rowSize)
-		s.cols = abi.Batch{
+		s.cols = trace.Batch{
 			Time: make([]int64, spillRows), G: make([]uint64, spillRows), Obj: make([]uint64, spillRows),
 			Clock: make([]uint32, spillRows), Site: make([]uint32, spillRows), Op: make([]uint8, spillRows),
 		}
@@ -99,15 +99,15 @@ func (s *rowSpill) scan(fn func(c *abi.Batch)) error {
 			site[i] = x & maxSite
 			op[i] = uint8(x >> 30)
 		}
-		fn(&abi.Batch{Time: tm, G: g, Clock: clk, Site: site, Obj: obj, Op: op})
+		fn(&trace.Batch{Time: tm, G: g, Clock: clk, Site: site, Obj: obj, Op: op})
 	}
 	return nil
 }
 
 // replay runs fn over the row spill, as one more pass.
-func (a *analysis) replay(r *rowSpill, pass string, fn func(*abi.Batch)) error {
+func (a *analysis) replay(r *rowSpill, pass string, fn func(*trace.Batch)) error {
 	a.stats.Passes++
-	if err := r.scan(func(c *abi.Batch) {
+	if err := r.scan(func(c *trace.Batch) {
 		if a.ctx.Err() == nil {
 			fn(c)
 		}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // Meta is what the analyzer uses of a trace's metadata.
@@ -21,7 +21,7 @@ type Source interface {
 	Next() bool
 	// Batch returns the current batch, valid until the next call to Next.
 	// The analysis only reads it.
-	Batch() *abi.Batch
+	Batch() *trace.Batch
 	// Err is the error that ended the stream, if any. An error for which
 	// IsTruncated reports true means the rows so far are a valid prefix.
 	Err() error
@@ -33,8 +33,8 @@ type Opener func() (Source, error)
 
 // ErrTruncated marks a Source error after which the rows already read are
 // a valid prefix of the trace (the recorder died mid-write). It is
-// abi.ErrTruncated, which every trace and spill-file reader wraps.
-var ErrTruncated = abi.ErrTruncated
+// trace.ErrTruncated, which every trace and spill-file reader wraps.
+var ErrTruncated = trace.ErrTruncated
 
 // IsTruncated reports whether err says the trace ended early but its
 // prefix is readable.
@@ -44,7 +44,7 @@ func IsTruncated(err error) bool { return errors.Is(err, ErrTruncated) }
 // callers that already have columns.
 type SliceSource struct {
 	M       Meta
-	Batches []abi.Batch
+	Batches []trace.Batch
 	// Fail, if set, is returned by Err after the last batch.
 	Fail error
 	i    int
@@ -67,7 +67,7 @@ func (s *SliceSource) Next() bool {
 	s.i++
 	return true
 }
-func (s *SliceSource) Batch() *abi.Batch { return &s.Batches[s.i-1] }
+func (s *SliceSource) Batch() *trace.Batch { return &s.Batches[s.i-1] }
 func (s *SliceSource) Err() error {
 	if s.i >= len(s.Batches) {
 		return s.Fail

@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // strategy is how an analysis finds its pair instances and what its
@@ -24,10 +25,10 @@ type strategy interface {
 	// decode returns what pass 1's decoding goroutine does before the
 	// analysis sees a batch: put the rows back in time order (nil: no)
 	// and run a function on the batch (nil: none).
-	decode() (*reorder, func(*abi.Batch))
+	decode() (*reorder, func(*trace.Batch))
 	// batch takes a batch of pass 1. An error ends the pass; a gaveUp
 	// error makes Run start over with the exact passes.
-	batch(c *abi.Batch) error
+	batch(c *trace.Batch) error
 	// pairs finds the pair instances, with the fork forest built, and
 	// merges them into the analysis.
 	pairs(a *analysis) error
@@ -69,14 +70,14 @@ func newStreaming(a *analysis) *streaming {
 	return s
 }
 
-func (s *streaming) decode() (*reorder, func(*abi.Batch)) {
+func (s *streaming) decode() (*reorder, func(*trace.Batch)) {
 	if s.horizon <= 0 {
 		return nil, s.log.batch
 	}
 	return newReorder(s.horizon, s.maxHeld), s.log.batch
 }
 
-func (s *streaming) batch(c *abi.Batch) error {
+func (s *streaming) batch(c *trace.Batch) error {
 	s.sp.batch(c)
 	if why := s.sp.why(); why != "" {
 		return gaveUp(why)
@@ -121,9 +122,9 @@ func newExact(a *analysis) *exact {
 	return &exact{store: newLifecycleStore(a.budget, a.tempDir), log: newIlog(a.delta, a.budget/2, a.tempDir)}
 }
 
-func (e *exact) decode() (*reorder, func(*abi.Batch)) { return nil, e.log.batch }
+func (e *exact) decode() (*reorder, func(*trace.Batch)) { return nil, e.log.batch }
 
-func (e *exact) batch(c *abi.Batch) error {
+func (e *exact) batch(c *trace.Batch) error {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		if op := abi.Op(op); (op == abi.OpInit || op == abi.OpDispose) && validSite(c.Site[i]) {
@@ -163,9 +164,9 @@ func newExactRows(a *analysis) (*exactRows, error) {
 	return &exactRows{store: newLifecycleStore(a.budget, a.tempDir), rows: rows}, nil
 }
 
-func (e *exactRows) decode() (*reorder, func(*abi.Batch)) { return nil, nil }
+func (e *exactRows) decode() (*reorder, func(*trace.Batch)) { return nil, nil }
 
-func (e *exactRows) batch(c *abi.Batch) error {
+func (e *exactRows) batch(c *trace.Batch) error {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		op := abi.Op(op)
@@ -189,7 +190,7 @@ func (e *exactRows) pairs(a *analysis) error {
 	if err := e.rows.flush(); err != nil {
 		return err
 	}
-	return a.pass2(e.store, func(pass string, fn func(*abi.Batch)) error { return a.replay(e.rows, pass, fn) })
+	return a.pass2(e.store, func(pass string, fn func(*trace.Batch)) error { return a.replay(e.rows, pass, fn) })
 }
 
 func (e *exactRows) interfere(a *analysis, w *windows) error {

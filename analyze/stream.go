@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/lcc"
 )
 
@@ -208,7 +209,7 @@ func (s *streamPairer) fail(format string, args ...any) {
 // batch examines the rows of c. (Splitting this work by object hash
 // between two goroutines was measured slower on the 2-core benchmark
 // machine, in three designs; see docs/benchmarks-analyze.md.)
-func (s *streamPairer) batch(c *abi.Batch) {
+func (s *streamPairer) batch(c *trace.Batch) {
 	n := c.Len()
 	tm, gs, cl, sites, objs := c.Time[:n], c.G[:n], c.Clock[:n], c.Site[:n], c.Obj[:n]
 	for i, op := range c.Op[:n] {

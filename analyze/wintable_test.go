@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // TestWinTableIsTheUnionPerKey: whatever the order the windows arrive in,
@@ -98,8 +99,8 @@ func TestPass1AllocatesNothingPerBatch(t *testing.T) {
 	s := newStreaming(a)
 	defer s.close()
 	ro, pre := s.decode()
-	in := &abi.Batch{}
-	out := &abi.Batch{
+	in := &trace.Batch{}
+	out := &trace.Batch{
 		Time: make([]int64, 0, 2*rows), G: make([]uint64, 0, 2*rows), Clock: make([]uint32, 0, 2*rows),
 		Site: make([]uint32, 0, 2*rows), Obj: make([]uint64, 0, 2*rows), Op: make([]uint8, 0, 2*rows),
 	}

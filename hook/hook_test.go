@@ -11,13 +11,14 @@ import (
 	"unsafe"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/lcc"
 	"github.com/memorder/wafl/record"
 )
 
 func readSpill(t *testing.T, path string) []abi.RawEvent {
 	t.Helper()
-	evs, err := abi.ReadRawFile(path)
+	evs, err := trace.ReadRawFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

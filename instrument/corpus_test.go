@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // corpus are real, goroutine-heavy modules whose tests must still pass
@@ -212,7 +212,7 @@ func BenchmarkInstrumentXSync(b *testing.B) {
 // countEvents returns the number of events in a raw spill file.
 func countEvents(t *testing.T, path string) int64 {
 	t.Helper()
-	evs, err := abi.ReadRawFile(path)
+	evs, err := trace.ReadRawFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

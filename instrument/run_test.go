@@ -13,7 +13,7 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
-	"github.com/memorder/wafl/record/trace"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // runModule writes the testdata/run cases as packages of one module,

@@ -11,12 +11,13 @@ import (
 	"unsafe"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/lcc"
 )
 
 func readSpill(t *testing.T, path string) []abi.RawEvent {
 	t.Helper()
-	evs, err := abi.ReadRawFile(path)
+	evs, err := trace.ReadRawFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +32,13 @@ func countSpill(path string) int {
 		return -1
 	}
 	defer f.Close()
-	r, err := abi.NewRawReader(f, path)
+	r, err := trace.NewRawReader(f, path)
 	if err != nil {
 		return -1
 	}
 	for r.Next() {
 	}
-	if err := r.Err(); err != nil && !errors.Is(err, abi.ErrTruncated) {
+	if err := r.Err(); err != nil && !errors.Is(err, trace.ErrTruncated) {
 		return -1
 	}
 	return int(r.Events())

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/internal/pipeline"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

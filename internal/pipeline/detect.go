@@ -16,8 +16,8 @@ import (
 	"sync"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

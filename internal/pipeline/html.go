@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/internal/htmlreport"
+	"github.com/memorder/wafl/internal/report"
 )
 
 // writeHTML writes bugs as one self-contained HTML page (wafl report --html).

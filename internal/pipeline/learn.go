@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

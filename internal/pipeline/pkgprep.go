@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/record/split"
+	"github.com/memorder/wafl/internal/split"
 )
 
 // One process per package (2026-11-23): prepare runs the selected tests

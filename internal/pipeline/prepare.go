@@ -10,11 +10,11 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/analyze"
-	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/report"
+	"github.com/memorder/wafl/internal/split"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
-	"github.com/memorder/wafl/record/split"
-	"github.com/memorder/wafl/record/trace"
 )
 
 // Prepare instruments and builds the packages, runs each test once
@@ -177,7 +177,7 @@ func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j 
 	if err := split.StripInPlace(raw); err != nil {
 		return nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
 	}
-	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, abi.ErrTruncated) {
+	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, trace.ErrTruncated) {
 		return nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
 	}
 	os.Remove(raw)

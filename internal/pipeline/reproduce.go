@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/inject/report"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 

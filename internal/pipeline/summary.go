@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memorder/wafl/inject/report"
+	"github.com/memorder/wafl/internal/report"
 )
 
 // Problem is a package or test that wafl could not handle, or that failed

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // Config sizes a synthetic trace.
@@ -64,10 +65,10 @@ type slot struct {
 
 // Generate emits the trace in batches; the batch passed to emit is reused
 // after emit returns. It stops at the first error emit returns.
-func Generate(cfg Config, emit func(*abi.Batch) error) error {
+func Generate(cfg Config, emit func(*trace.Batch) error) error {
 	cfg.defaults()
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
-	b := &abi.Batch{}
+	b := &trace.Batch{}
 	rows := 0
 	var t int64
 	put := func(g uint64, clock uint32, site uint32, obj uint64, op abi.Op) error {

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 func digest(t *testing.T, cfg Config) (rows int, forks int, sum uint64) {
 	t.Helper()
 	h := fnv.New64a()
 	var buf [8]byte
-	err := Generate(cfg, func(b *abi.Batch) error {
+	err := Generate(cfg, func(b *trace.Batch) error {
 		for i := range b.Time {
 			rows++
 			if abi.Op(b.Op[i]) == abi.OpFork {

@@ -8,8 +8,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-
-	"github.com/memorder/wafl/abi"
 )
 
 // msgReader is an ipc.MessageReader that reads the IPC stream framing
@@ -35,7 +33,7 @@ type msgReader struct {
 // checkMessage found them (every buffer inside the body).
 type recBatch struct {
 	rows int64
-	data [len(abi.Columns)][2]int64 // offset and length of column i's data buffer
+	data [len(Columns)][2]int64 // offset and length of column i's data buffer
 }
 
 const (
@@ -52,7 +50,7 @@ var errEOS = io.EOF
 
 func (m *msgReader) truncated(what string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("stream cut inside %s at offset %d: %w", what, m.off, abi.ErrTruncated)
+		return fmt.Errorf("stream cut inside %s at offset %d: %w", what, m.off, ErrTruncated)
 	}
 	return fmt.Errorf("reading %s at offset %d: %w", what, m.off, err)
 }
@@ -100,7 +98,7 @@ func (m *msgReader) read(meta, body []byte, rb *recBatch) ([]byte, []byte, error
 		if n == 0 && err == io.EOF {
 			// End of input without the end-of-stream marker: the writer
 			// did not finish. Report it as a cut, after the batches read.
-			return nil, nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, abi.ErrTruncated)
+			return nil, nil, fmt.Errorf("stream ends at offset %d without its end-of-stream marker: %w", m.off, ErrTruncated)
 		}
 		return nil, nil, m.truncated("a message header", err)
 	}
@@ -365,7 +363,7 @@ func checkMessage(meta []byte, rb *recBatch) (int64, error) {
 	if nn != len(fields) || bn != 2*len(fields) {
 		return 0, fmt.Errorf("record batch has %d columns and %d buffers, want %d and %d", nn, bn, len(fields), 2*len(fields))
 	}
-	for i, c := range abi.Columns {
+	for i, c := range Columns {
 		o, _ := b.i64(bs + 16*(2*i+1))
 		l, _ := b.i64(bs + 16*(2*i+1) + 8)
 		if l/int64(c.Width) < rows {

@@ -6,9 +6,9 @@ import (
 	"unsafe"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/lcc"
 	"github.com/memorder/wafl/record"
-	"github.com/memorder/wafl/record/trace"
 )
 
 // TestConvertRecording records with the real recorder and converts.

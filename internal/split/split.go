@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // Grace is how long after its test's end the events of the test's
@@ -338,9 +339,9 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 		return err
 	}
 	defer f.Close()
-	r, err := abi.NewRawReader(bufio.NewReaderSize(f, 1<<20), raw)
+	r, err := trace.NewRawReader(bufio.NewReaderSize(f, 1<<20), raw)
 	if err != nil {
-		if errors.Is(err, abi.ErrTruncated) {
+		if errors.Is(err, trace.ErrTruncated) {
 			st.Truncated = true
 			return nil
 		}
@@ -354,7 +355,7 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 		}
 	}
 	if err := r.Err(); err != nil {
-		if errors.Is(err, abi.ErrTruncated) {
+		if errors.Is(err, trace.ErrTruncated) {
 			st.Truncated = true
 			return nil
 		}
@@ -365,7 +366,7 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 
 // Strip copies the spill file raw to out without its test boundary
 // marks: the trace of a test that ran alone. A file cut inside a batch
-// gives a copy cut there too (abi.ErrTruncated for its reader).
+// gives a copy cut there too (trace.ErrTruncated for its reader).
 func Strip(raw, out string) error {
 	w, err := newWriter(out)
 	if err != nil {

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/memorder/wafl/abi"
 )
 
 // TestNextReusesBuffers checks that reading record batches allocates
 // nothing once the reader's buffers have grown to the batch size.
 func TestNextReusesBuffers(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
-	var bs []*abi.Batch
+	var bs []*Batch
 	for range 40 {
 		bs = append(bs, randBatch(r, 4096))
 	}
@@ -62,7 +60,7 @@ func TestDecodeUnaligned(t *testing.T) {
 	if aligned(shifted, &rd.mr.rb) {
 		t.Skip("allocator returned an odd address")
 	}
-	var got, own abi.Batch
+	var got, own Batch
 	decodeBatch(&got, &own, shifted, &rd.mr.rb)
 	equalPrefix(t, &got, want, want.Len())
 	if &got.Time[0] != &own.Time[0] {

@@ -19,16 +19,16 @@ import (
 
 var testMeta = Meta{Package: "example.com/p", Test: "TestX", Binary: "/b/p.test", Sites: "/b/p.sites.json"}
 
-func randBatch(r *rand.Rand, n int) *abi.Batch {
-	b := &abi.Batch{}
+func randBatch(r *rand.Rand, n int) *Batch {
+	b := &Batch{}
 	for range n {
 		b.Append(r.Int64(), r.Uint64(), r.Uint32(), r.Uint32(), r.Uint64(), uint8(r.IntN(5)))
 	}
 	return b
 }
 
-func concat(bs []*abi.Batch) *abi.Batch {
-	out := &abi.Batch{}
+func concat(bs []*Batch) *Batch {
+	out := &Batch{}
 	for _, b := range bs {
 		for i := range b.Len() {
 			out.Append(b.Time[i], b.G[i], b.Clock[i], b.Site[i], b.Obj[i], b.Op[i])
@@ -37,7 +37,7 @@ func concat(bs []*abi.Batch) *abi.Batch {
 	return out
 }
 
-func encode(t testing.TB, bs ...*abi.Batch) []byte {
+func encode(t testing.TB, bs ...*Batch) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, testMeta)
 	if err != nil {
@@ -55,20 +55,20 @@ func encode(t testing.TB, bs ...*abi.Batch) []byte {
 }
 
 // readAll reads a stream; the error is from NewReader or Err.
-func readAll(data []byte) (*abi.Batch, Meta, error) {
+func readAll(data []byte) (*Batch, Meta, error) {
 	r, err := NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, Meta{}, err
 	}
 	defer r.Close()
-	var bs []*abi.Batch
+	var bs []*Batch
 	for r.Next() {
-		bs = append(bs, concat([]*abi.Batch{r.Batch()})) // copy: slices die at Next
+		bs = append(bs, concat([]*Batch{r.Batch()})) // copy: slices die at Next
 	}
 	return concat(bs), r.Meta(), r.Err()
 }
 
-func equalPrefix(t *testing.T, got, want *abi.Batch, n int) {
+func equalPrefix(t *testing.T, got, want *Batch, n int) {
 	t.Helper()
 	if got.Len() != n {
 		t.Fatalf("got %d events, want %d", got.Len(), n)
@@ -83,7 +83,7 @@ func equalPrefix(t *testing.T, got, want *abi.Batch, n int) {
 
 func TestRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	bs := []*abi.Batch{randBatch(r, 100), randBatch(r, 0), randBatch(r, 1), randBatch(r, 5000)}
+	bs := []*Batch{randBatch(r, 100), randBatch(r, 0), randBatch(r, 1), randBatch(r, 5000)}
 	got, meta, err := readAll(encode(t, bs...))
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +122,11 @@ func TestWriteErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(&abi.Batch{Time: []int64{1}}); err == nil || !strings.Contains(err.Error(), "differ in length") {
+	if err := w.Write(&Batch{Time: []int64{1}}); err == nil || !strings.Contains(err.Error(), "differ in length") {
 		t.Fatalf("ragged batch: %v", err)
 	}
 	w.Close()
-	if err := w.Write(&abi.Batch{}); err == nil {
+	if err := w.Write(&Batch{}); err == nil {
 		t.Fatal("write after close succeeded")
 	}
 	if _, err := Create(filepath.Join(t.TempDir(), "no", "dir", "x"), testMeta); err == nil {
@@ -136,7 +136,7 @@ func TestWriteErrors(t *testing.T) {
 
 func TestTruncatedStream(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 2))
-	bs := []*abi.Batch{randBatch(r, 10), randBatch(r, 20), randBatch(r, 30)}
+	bs := []*Batch{randBatch(r, 10), randBatch(r, 20), randBatch(r, 30)}
 	all := concat(bs)
 	data := encode(t, bs...)
 	// Offsets where each batch's message ends: encode prefixes.
@@ -147,7 +147,7 @@ func TestTruncatedStream(t *testing.T) {
 	schemaEnd := len(encode(t)) - 8
 	for cut := 0; cut < len(data)-8; cut++ {
 		got, _, err := readAll(data[:cut])
-		if !errors.Is(err, abi.ErrTruncated) {
+		if !errors.Is(err, ErrTruncated) {
 			t.Fatalf("cut at %d of %d: err = %v, want ErrTruncated", cut, len(data), err)
 		}
 		if cut < schemaEnd {
@@ -203,14 +203,14 @@ func TestNotATrace(t *testing.T) {
 	}
 }
 
-func writeRaw(t testing.TB, path string, batches ...*abi.Batch) {
+func writeRaw(t testing.TB, path string, batches ...*Batch) {
 	b := abi.AppendRawHeader(nil)
 	for _, bt := range batches {
 		var p []byte
 		for i := range bt.Len() {
 			p = abi.AppendRawEvent(p, bt.Row(i))
 		}
-		b = abi.AppendRawBatch(b, p)
+		b = appendRawBatch(b, p)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func writeRaw(t testing.TB, path string, batches ...*abi.Batch) {
 func TestConvert(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(3, 3))
-	bs := []*abi.Batch{randBatch(r, 3000), randBatch(r, 70000), randBatch(r, 5)}
+	bs := []*Batch{randBatch(r, 3000), randBatch(r, 70000), randBatch(r, 5)}
 	all := concat(bs)
 	raw, out := filepath.Join(dir, "t.raw"), filepath.Join(dir, "t.arrows")
 	writeRaw(t, raw, bs...)
@@ -245,7 +245,7 @@ func TestConvert(t *testing.T) {
 	rawData, _ := os.ReadFile(raw)
 	os.WriteFile(raw, rawData[:len(rawData)-3], 0o644)
 	n, err = Convert(raw, out, testMeta)
-	if !errors.Is(err, abi.ErrTruncated) || n != 73000 {
+	if !errors.Is(err, ErrTruncated) || n != 73000 {
 		t.Fatalf("truncated Convert = %d, %v; want 73000 and ErrTruncated", n, err)
 	}
 	data, _ = os.ReadFile(out)
@@ -295,7 +295,7 @@ func BenchmarkConvert(b *testing.B) {
 	raw, out := filepath.Join(dir, "b.raw"), filepath.Join(dir, "b.arrows")
 	const n = 1 << 20
 	r := rand.New(rand.NewPCG(5, 5))
-	var bs []*abi.Batch
+	var bs []*Batch
 	for range n / 2048 {
 		bs = append(bs, randBatch(r, 2048))
 	}
@@ -312,7 +312,7 @@ func BenchmarkConvert(b *testing.B) {
 
 func BenchmarkRead(b *testing.B) {
 	r := rand.New(rand.NewPCG(6, 6))
-	var bs []*abi.Batch
+	var bs []*Batch
 	for range 16 {
 		bs = append(bs, randBatch(r, 1<<16))
 	}
@@ -347,26 +347,35 @@ func TestLargeBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := concat([]*abi.Batch{{}, big})
+	all := concat([]*Batch{{}, big})
 	if got.Len() != 10+big.Len() {
 		t.Fatalf("got %d events, want %d", got.Len(), 10+big.Len())
 	}
-	equalPrefix(t, &abi.Batch{Time: got.Time[10:], G: got.G[10:], Clock: got.Clock[10:], Site: got.Site[10:], Obj: got.Obj[10:], Op: got.Op[10:]}, all, all.Len())
+	equalPrefix(t, &Batch{Time: got.Time[10:], G: got.G[10:], Clock: got.Clock[10:], Site: got.Site[10:], Obj: got.Obj[10:], Op: got.Op[10:]}, all, all.Len())
 	got, _, err = readAll(data[:len(data)-100])
-	if !errors.Is(err, abi.ErrTruncated) || got.Len() != 10 {
+	if !errors.Is(err, ErrTruncated) || got.Len() != 10 {
 		t.Fatalf("cut inside the large batch: %d events, err %v; want 10 and ErrTruncated", got.Len(), err)
 	}
 }
 
-// TestFieldsFromColumns: the Arrow schema is abi.Columns, type by type.
+// TestFieldsFromColumns: the Arrow schema is Columns, type by type.
 func TestFieldsFromColumns(t *testing.T) {
-	if len(fields) != len(abi.Columns) {
-		t.Fatalf("%d fields, %d columns", len(fields), len(abi.Columns))
+	if len(fields) != len(Columns) {
+		t.Fatalf("%d fields, %d columns", len(fields), len(Columns))
 	}
-	for i, c := range abi.Columns {
+	for i, c := range Columns {
 		ft, ok := fields[i].Type.(arrow.FixedWidthDataType)
 		if !ok || fields[i].Name != c.Name || ft.BitWidth() != 8*c.Width {
 			t.Errorf("field %d is %s %s, column %+v", i, fields[i].Name, fields[i].Type, c)
 		}
 	}
+}
+
+// appendRawBatch appends a spill-file batch frame around payload, as the
+// recorder writes it (abi.PutRawFrameHeader).
+func appendRawBatch(b, payload []byte) []byte {
+	frame := make([]byte, abi.RawFrameSize+len(payload))
+	copy(frame[abi.RawFrameSize:], payload)
+	abi.PutRawFrameHeader(frame)
+	return append(b, frame...)
 }

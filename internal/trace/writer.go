@@ -11,8 +11,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-
-	"github.com/memorder/wafl/abi"
 )
 
 // Writer writes a trace as an Arrow IPC stream, one record batch per
@@ -61,7 +59,7 @@ func bytesOf[T int64 | uint64 | uint32 | uint8](s []T) []byte {
 
 // Write appends b as one record batch. The columns are written without
 // copying them into Arrow memory first. Empty batches are skipped.
-func (w *Writer) Write(b *abi.Batch) error {
+func (w *Writer) Write(b *Batch) error {
 	if w.err != nil {
 		return w.err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 const ms = int64(time.Millisecond)
@@ -20,7 +21,7 @@ func writeRaw(t *testing.T, evs []abi.RawEvent) string {
 	half := len(evs) / 2
 	for _, part := range [][]abi.RawEvent{evs[:half], evs[half:]} {
 		if len(part) > 0 {
-			b = abi.AppendRawBatch(b, abi.AppendRawEvents(nil, part))
+			b = appendRawBatch(b, abi.AppendRawEvents(nil, part))
 		}
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
@@ -56,7 +57,7 @@ func split(t *testing.T, evs []abi.RawEvent, tests ...string) (*Stats, map[strin
 	}
 	got := map[string][]abi.RawEvent{}
 	for _, test := range tests {
-		evs, err := abi.ReadRawFile(out(test))
+		evs, err := trace.ReadRawFile(out(test))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ func TestCrashedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Append half of a batch: the crash came while it was written.
-	cut := abi.AppendRawBatch(nil, abi.AppendRawEvents(nil, []abi.RawEvent{ev(17*ms, c, 301)}))
+	cut := appendRawBatch(nil, abi.AppendRawEvents(nil, []abi.RawEvent{ev(17*ms, c, 301)}))
 	if err := os.WriteFile(raw, append(data, cut[:20]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestStrip(t *testing.T) {
 	if err := Strip(raw, out); err != nil {
 		t.Fatal(err)
 	}
-	got, err := abi.ReadRawFile(out)
+	got, err := trace.ReadRawFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,8 +272,8 @@ func TestStripKeepsTheCut(t *testing.T) {
 	if err := Strip(raw, out); err != nil {
 		t.Fatal(err)
 	}
-	got, err := abi.ReadRawFile(out)
-	if !errors.Is(err, abi.ErrTruncated) || len(got) != 2 {
+	got, err := trace.ReadRawFile(out)
+	if !errors.Is(err, trace.ErrTruncated) || len(got) != 2 {
 		t.Errorf("got %d events, err %v; want 2 and a truncation", len(got), err)
 	}
 }
@@ -283,7 +284,7 @@ func TestStripInPlace(t *testing.T) {
 	if err := StripInPlace(raw); err != nil {
 		t.Fatal(err)
 	}
-	got, err := abi.ReadRawFile(raw)
+	got, err := trace.ReadRawFile(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,4 +296,13 @@ func TestStripInPlace(t *testing.T) {
 	if st2, _ := os.Stat(raw); !st2.ModTime().Equal(st.ModTime()) {
 		t.Error("a file without marks was rewritten")
 	}
+}
+
+// appendRawBatch appends a spill-file batch frame around payload, as the
+// recorder writes it (abi.PutRawFrameHeader).
+func appendRawBatch(b, payload []byte) []byte {
+	frame := make([]byte, abi.RawFrameSize+len(payload))
+	copy(frame[abi.RawFrameSize:], payload)
+	abi.PutRawFrameHeader(frame)
+	return append(b, frame...)
 }

@@ -48,7 +48,7 @@ func scenarioSites(t *testing.T) *sites.Table {
 		byID[id] = sites.Site{ID: uint32(id), Kind: m[2], File: path, Line: line,
 			Col: strings.IndexFunc(sc.Text(), func(r rune) bool { return r != '\t' }) + 1, Expr: m[3], Func: "scenario"}
 	}
-	tab := &sites.Table{Version: sites.Version, Package: "github.com/memorder/wafl/inject/report"}
+	tab := &sites.Table{Version: sites.Version, Package: "github.com/memorder/wafl/internal/report"}
 	for id := 1; id <= len(byID); id++ {
 		s, ok := byID[id]
 		if !ok {
@@ -67,7 +67,7 @@ func pairLoc(kind plans.Kind, first, second uint32, delay int64) plans.Location 
 
 func newPlan(locs ...plans.Location) *plans.Plan {
 	return &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(), Locations: locs,
-		Provenance: plans.Provenance{Package: "github.com/memorder/wafl/inject/report"}}
+		Provenance: plans.Provenance{Package: "github.com/memorder/wafl/internal/report"}}
 }
 
 type runOpts struct {
@@ -130,7 +130,7 @@ func runScenario(t *testing.T, test string, p *plans.Plan, o runOpts) (*RunResul
 	}
 	res, err := Outcome(RunInput{
 		Plan: p, PlanPath: planPath, Sites: scenarioSites(t),
-		Package: "github.com/memorder/wafl/inject/report", Test: test,
+		Package: "github.com/memorder/wafl/internal/report", Test: test,
 		Binary: os.Args[0], Args: args, Env: wenv, Run: o.run, Seed: o.seed,
 		LogPath: logPath, CrashPath: crashPath, Stderr: out.Bytes(), ExitCode: code,
 		Duration: time.Since(start),

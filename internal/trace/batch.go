@@ -1,6 +1,10 @@
-package abi
+package trace
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memorder/wafl/abi"
+)
 
 // Column describes one trace column: its name (the Arrow field name), the
 // byte width of one value and whether the value is a signed integer.
@@ -59,13 +63,13 @@ func (b *Batch) Append(time int64, g uint64, clock, site uint32, obj uint64, op 
 }
 
 // AppendRaw appends one decoded raw record.
-func (b *Batch) AppendRaw(e RawEvent) {
+func (b *Batch) AppendRaw(e abi.RawEvent) {
 	b.Append(e.Time, e.G, e.Clock, e.Site, e.Obj, uint8(e.Op))
 }
 
 // Row returns row i as a raw record.
-func (b *Batch) Row(i int) RawEvent {
-	return RawEvent{Time: b.Time[i], G: b.G[i], Obj: b.Obj[i], Clock: b.Clock[i], Site: b.Site[i], Op: Op(b.Op[i])}
+func (b *Batch) Row(i int) abi.RawEvent {
+	return abi.RawEvent{Time: b.Time[i], G: b.G[i], Obj: b.Obj[i], Clock: b.Clock[i], Site: b.Site[i], Op: abi.Op(b.Op[i])}
 }
 
 // Check reports columns of different lengths.

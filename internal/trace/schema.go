@@ -29,17 +29,17 @@ type Meta struct {
 	Sites   string
 }
 
-// fields are the Arrow schema's fields: abi.Columns, each an integer of
+// fields are the Arrow schema's fields: Columns, each an integer of
 // the column's width and signedness.
 var fields = func() []arrow.Field {
-	fs := make([]arrow.Field, len(abi.Columns))
-	for i, c := range abi.Columns {
+	fs := make([]arrow.Field, len(Columns))
+	for i, c := range Columns {
 		fs[i] = arrow.Field{Name: c.Name, Type: arrowType(c)}
 	}
 	return fs
 }()
 
-func arrowType(c abi.Column) arrow.DataType {
+func arrowType(c Column) arrow.DataType {
 	switch {
 	case c.Width == 8 && c.Signed:
 		return arrow.PrimitiveTypes.Int64

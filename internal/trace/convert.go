@@ -19,15 +19,15 @@ const convertRows = 1 << 16
 // written by the child when it adopts; rows are not sorted by time across
 // goroutines. A truncated or corrupt spill file is converted up to its last
 // good batch, the trace is closed properly, and the error (wrapping
-// abi.ErrTruncated or abi.ErrCorrupt) is returned with the count.
+// ErrTruncated or ErrCorrupt) is returned with the count.
 func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 	in, err := os.Open(rawPath)
 	if err != nil {
 		return 0, fmt.Errorf("opening spill file: %w", err)
 	}
 	defer in.Close()
-	rr, err := abi.NewRawReader(bufio.NewReaderSize(in, 1<<20), rawPath)
-	if err != nil && !errors.Is(err, abi.ErrTruncated) {
+	rr, err := NewRawReader(bufio.NewReaderSize(in, 1<<20), rawPath)
+	if err != nil && !errors.Is(err, ErrTruncated) {
 		return 0, err
 	}
 	headerErr := err
@@ -35,7 +35,7 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	b := &abi.Batch{
+	b := &Batch{
 		Time:  make([]int64, 0, convertRows),
 		G:     make([]uint64, 0, convertRows),
 		Clock: make([]uint32, 0, convertRows),
@@ -89,7 +89,7 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 }
 
 // decodeInto appends the raw records in p to b's columns.
-func decodeInto(b *abi.Batch, p []byte) {
+func decodeInto(b *Batch, p []byte) {
 	n := len(p) / abi.RawRecordSize
 	base := b.Len()
 	b.Time, b.G, b.Clock = b.Time[:base+n], b.G[:base+n], b.Clock[:base+n]

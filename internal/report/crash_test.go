@@ -134,16 +134,16 @@ func TestParseCrashNone(t *testing.T) {
 
 func TestInternalFrames(t *testing.T) {
 	for fn, want := range map[string]bool{
-		"panic":                                    true,
-		"runtime.sigpanic":                         true,
-		"internal/runtime/maps.fatal":              true,
-		"testing.tRunner.func1.2":                  true,
-		"github.com/memorder/wafl/inject.At":       true,
-		"github.com/memorder/wafl/record.Add":      true,
-		"github.com/memorder/wafl/hook.Use":        true,
-		"github.com/memorder/wafl/inject/report.X": false,
-		"example.com/runtime.F":                    false,
-		"main.run":                                 false,
+		"panic":                                      true,
+		"runtime.sigpanic":                           true,
+		"internal/runtime/maps.fatal":                true,
+		"testing.tRunner.func1.2":                    true,
+		"github.com/memorder/wafl/inject.At":         true,
+		"github.com/memorder/wafl/record.Add":        true,
+		"github.com/memorder/wafl/hook.Use":          true,
+		"github.com/memorder/wafl/internal/report.X": false,
+		"example.com/runtime.F":                      false,
+		"main.run":                                   false,
 	} {
 		if got := internalFrame(Frame{Func: fn}); got != want {
 			t.Errorf("internalFrame(%s) = %v, want %v", fn, got, want)

@@ -8,7 +8,7 @@ import (
 )
 
 func TestDump(t *testing.T) {
-	b := &abi.Batch{}
+	b := &Batch{}
 	b.Append(100, 1, 1, 0, 7, uint8(abi.OpFork))
 	b.Append(150, 7, 1, 3, 0xc000010, uint8(abi.OpUse))
 	b.Append(160, 1, 2, 2, 0xc000010, uint8(abi.OpDispose))

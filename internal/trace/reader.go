@@ -9,8 +9,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-
-	"github.com/memorder/wafl/abi"
 )
 
 // Reader streams a trace record batch by record batch.
@@ -20,8 +18,8 @@ type Reader struct {
 	mr    *msgReader
 	ir    *ipc.Reader
 	meta  Meta
-	batch abi.Batch
-	own   abi.Batch // decoding buffers when batch cannot alias the body
+	batch Batch
+	own   Batch // decoding buffers when batch cannot alias the body
 	err   error
 	done  bool
 }
@@ -50,7 +48,7 @@ func newReader(r io.Reader, name string) (rd *Reader, err error) {
 	mr := &msgReader{r: r}
 	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		if errors.Is(err, abi.ErrTruncated) {
+		if errors.Is(err, ErrTruncated) {
 			return nil, fmt.Errorf("%s: no schema: %w", name, err)
 		}
 		return nil, fmt.Errorf("%s: not a wafl trace: %w", name, err)
@@ -79,7 +77,7 @@ func (r *Reader) Next() bool {
 		body, err := r.mr.next()
 		if err == errEOS {
 			r.done = true
-			r.batch = abi.Batch{}
+			r.batch = Batch{}
 			return false
 		}
 		if err != nil {
@@ -100,7 +98,7 @@ func (r *Reader) Next() bool {
 
 func (r *Reader) fail(err error) {
 	r.done = true
-	r.batch = abi.Batch{}
+	r.batch = Batch{}
 	if r.err == nil {
 		r.err = fmt.Errorf("%s: after %d messages: %w", r.name, r.mr.n, err)
 	}
@@ -108,16 +106,16 @@ func (r *Reader) fail(err error) {
 
 // Batch returns the current batch. Its slices alias the reader's buffers
 // and are valid until the next call to Next.
-func (r *Reader) Batch() *abi.Batch { return &r.batch }
+func (r *Reader) Batch() *Batch { return &r.batch }
 
 // Err returns the error that ended the iteration, nil at a clean end. It
-// wraps abi.ErrTruncated when the stream was cut (including a stream without
+// wraps ErrTruncated when the stream was cut (including a stream without
 // its end-of-stream marker); the batches before the cut were delivered.
 func (r *Reader) Err() error { return r.err }
 
 // Close releases the reader and closes the file if it was opened by Open.
 func (r *Reader) Close() error {
-	r.batch = abi.Batch{}
+	r.batch = Batch{}
 	if r.ir != nil {
 		r.ir.Release()
 		r.ir = nil

@@ -3,8 +3,6 @@ package trace
 import (
 	"encoding/binary"
 	"unsafe"
-
-	"github.com/memorder/wafl/abi"
 )
 
 // nativeLE reports whether this machine stores integers little-endian, as
@@ -22,14 +20,14 @@ var nativeLE = func() bool {
 // Arrow IPC format pads them); otherwise they are decoded into own, whose
 // slices are reused from batch to batch. Nothing is allocated once the
 // buffers have grown to the batch size.
-func decodeBatch(out, own *abi.Batch, body []byte, rb *recBatch) {
+func decodeBatch(out, own *Batch, body []byte, rb *recBatch) {
 	n := int(rb.rows)
 	col := func(i int) []byte {
 		o := rb.data[i][0]
-		return body[o : o+int64(n*abi.Columns[i].Width)]
+		return body[o : o+int64(n*Columns[i].Width)]
 	}
 	if nativeLE && aligned(body, rb) {
-		*out = abi.Batch{
+		*out = Batch{
 			Time:  view[int64](col(0), n),
 			G:     view[uint64](col(1), n),
 			Clock: view[uint32](col(2), n),
@@ -60,7 +58,7 @@ func aligned(body []byte, rb *recBatch) bool {
 		return true
 	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
-	for i, c := range abi.Columns {
+	for i, c := range Columns {
 		if (base+uintptr(rb.data[i][0]))%uintptr(c.Width) != 0 {
 			return false
 		}

@@ -31,7 +31,7 @@ func basicPlan(s *session, o *PrepareOptions, j job) (string, error) {
 			Created: time.Now().UTC().Format(time.RFC3339), Tool: "wafl", Basic: true,
 		},
 	}
-	path := s.ws.planPath(pkg, test)
+	path := s.ws.PlanPath(pkg, test)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}

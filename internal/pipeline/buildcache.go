@@ -18,6 +18,7 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument"
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 )
 
 // The build is skipped when nothing it depends on changed (issue 15, item
@@ -60,8 +61,6 @@ type builtPackage struct {
 	NoTestFiles bool     `json:"no_test_files,omitempty"`
 }
 
-func (ws *workspace) buildStatePath() string { return ws.path("build", "state.json") }
-
 // racyWindow: a build whose fingerprint saw a file modified less than this
 // long before is not saved. A file written again within the file system's
 // time resolution of its previous write, with the same size, would keep
@@ -71,7 +70,7 @@ const racyWindow = 2 * time.Second
 
 // buildFingerprint hashes everything a build of cfg depends on (see
 // above). racy says a file was modified within racyWindow.
-func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workspace) (fp string, racy bool, err error) {
+func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workdir.Dir) (fp string, racy bool, err error) {
 	start := time.Now()
 	h := sha256.New()
 	self, err := os.Executable()
@@ -92,7 +91,7 @@ func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workspace)
 	}
 	fmt.Fprintf(h, "config %s\n", c)
 	cmd := exec.CommandContext(ctx, "go", "env", "-json")
-	cmd.Dir = ws.dir
+	cmd.Dir = ws.Run
 	cmd.Env = append(os.Environ(), "GOWORK=off") // as instrument builds
 	out, err := cmd.Output()
 	if err != nil {
@@ -108,14 +107,14 @@ func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workspace)
 		return "", false, err
 	}
 	fmt.Fprintf(h, "go env %s\n", out)
-	dirs := []string{ws.root}
-	if data, err := os.ReadFile(filepath.Join(ws.root, "go.mod")); err == nil {
+	dirs := []string{ws.Root}
+	if data, err := os.ReadFile(filepath.Join(ws.Root, "go.mod")); err == nil {
 		if mf, err := modfile.ParseLax("go.mod", data, nil); err == nil {
 			for _, r := range mf.Replace {
 				if modfile.IsDirectoryPath(r.New.Path) {
 					d := r.New.Path
 					if !filepath.IsAbs(d) {
-						d = filepath.Join(ws.root, d)
+						d = filepath.Join(ws.Root, d)
 					}
 					dirs = append(dirs, filepath.Clean(d))
 				}
@@ -124,7 +123,7 @@ func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workspace)
 	}
 	var newest time.Time
 	for _, d := range dirs {
-		if err := hashTree(h, d, ws.work, &newest); err != nil {
+		if err := hashTree(h, d, ws.Work, &newest); err != nil {
 			return "", false, err
 		}
 	}
@@ -168,8 +167,8 @@ func hashTree(h interface{ Write([]byte) (int, error) }, root, skip string, newe
 // fingerprint is fp and every binary and site table it names is still
 // there; nil otherwise. The caller hashes the binaries, as after a build,
 // and builds after all when a hash is not the saved one.
-func reuseBuild(ws *workspace, fp string) *buildState {
-	data, err := os.ReadFile(ws.buildStatePath())
+func reuseBuild(ws *workdir.Dir, fp string) *buildState {
+	data, err := os.ReadFile(ws.BuildStatePath())
 	if err != nil {
 		return nil
 	}
@@ -196,8 +195,8 @@ func reuseBuild(ws *workspace, fp string) *buildState {
 // saveBuild saves the result of a build in which no package failed, under
 // fingerprint fp; after any failure it removes the saved state, so that
 // the next run builds again.
-func saveBuild(ws *workspace, fp string, res *instrument.Result, hashes map[string]string) {
-	path := ws.buildStatePath()
+func saveBuild(ws *workdir.Dir, fp string, res *instrument.Result, hashes map[string]string) {
+	path := ws.BuildStatePath()
 	st := buildState{Fingerprint: fp, Sites: res.Sites}
 	for _, p := range res.Packages {
 		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, Skipped: p.Skipped}

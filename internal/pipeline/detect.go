@@ -17,6 +17,8 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
@@ -121,7 +123,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	var failures []string
 	for k := 0; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
 		n := len(plan.Runs) + 1
-		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.logPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
+		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
 		r.record = !o.Basic && recordsRun(plan, k) // learn.go
 		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
 		if err != nil {
@@ -160,7 +162,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 // Either way the test is counted in the summary.
 func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plans.Plan, []*report.Bug, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	planPath := s.ws.planPath(pkg, test)
+	planPath := s.ws.PlanPath(pkg, test)
 	plan, err := plans.Load(planPath)
 	if err != nil || plan.Provenance.BinaryHash != j.pkg.hash || plan.Provenance.Basic != o.Basic {
 		if ferr := rememberedFailure(s.ws, j, o.RetryFailing); ferr != nil {
@@ -273,8 +275,8 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
 	}
 	sub, skip := o.subtestArgs()
-	tr := testRun{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
-	res, err := tr.run(ctx)
+	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
+	res, err := tr.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +284,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	rr, err := report.Outcome(report.RunInput{
 		Plan: plan, PlanPath: runPlan, Sites: tab,
 		Package: pkg, Test: test, Binary: j.pkg.Binary,
-		Args: tr.args(),
+		Args: tr.Args(),
 		Env:  env, Run: r.n, Seed: r.seed,
 		LogPath: logPath, CrashPath: crashPath, Stderr: output,
 		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
@@ -298,7 +300,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		}
 	}
 	plan.ApplyRun(rr.PlanOutcome())
-	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+	if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
 		return nil, err
 	}
 	if r.record {
@@ -311,13 +313,13 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 }
 
 // reportBase is the path, without extension, of a test's report files.
-func reportBase(ws *workspace, pkg, test string) string {
-	return filepath.Join(ws.reportDir(), filepath.FromSlash(pkg), test)
+func reportBase(ws *workdir.Dir, pkg, test string) string {
+	return filepath.Join(ws.ReportDir(), filepath.FromSlash(pkg), test)
 }
 
 // knownBugs returns the bugs of the test's report file that the plan
 // records as found.
-func knownBugs(ws *workspace, plan *plans.Plan, pkg, test string) []*report.Bug {
+func knownBugs(ws *workdir.Dir, plan *plans.Plan, pkg, test string) []*report.Bug {
 	if len(plan.Bugs) == 0 {
 		return nil
 	}
@@ -339,7 +341,7 @@ func knownBugs(ws *workspace, plan *plans.Plan, pkg, test string) []*report.Bug 
 
 // emitReports writes each test's bugs as JSON and text under the work
 // directory and prints them as the options ask.
-func emitReports(c *Common, r Reports, ws *workspace, bugs []*report.Bug) error {
+func emitReports(c *Common, r Reports, ws *workdir.Dir, bugs []*report.Bug) error {
 	type key struct{ pkg, test string }
 	byTest := map[key][]*report.Bug{}
 	var order []key
@@ -369,7 +371,7 @@ func emitReports(c *Common, r Reports, ws *workspace, bugs []*report.Bug) error 
 			return err
 		}
 	}
-	return printReports(c, r, ws.root, bugs)
+	return printReports(c, r, ws.Root, bugs)
 }
 
 // printReports prints bugs as text (or JSON with --json) to stdout and
@@ -404,7 +406,7 @@ func PrintReports(o ReportOptions, files []string) (int, error) {
 		return 0, err
 	}
 	if len(files) == 0 {
-		err := filepath.WalkDir(ws.reportDir(), func(path string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(ws.ReportDir(), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return fs.SkipAll
@@ -420,7 +422,7 @@ func PrintReports(o ReportOptions, files []string) (int, error) {
 			return 0, err
 		}
 		if len(files) == 0 {
-			fmt.Fprintf(o.Stderr, "no reports in %s\n", ws.reportDir())
+			fmt.Fprintf(o.Stderr, "no reports in %s\n", ws.ReportDir())
 			return 0, nil
 		}
 	}
@@ -438,5 +440,5 @@ func PrintReports(o ReportOptions, files []string) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "wrote %s (%s)\n", o.HTML, plural(len(bugs), "bug", "bugs"))
 	}
-	return len(bugs), printReports(&o.Common, o.Reports, ws.root, bugs)
+	return len(bugs), printReports(&o.Common, o.Reports, ws.Root, bugs)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
@@ -47,18 +48,18 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 	}
 	for runs < learnPerCall && plan.Provenance.Learned < plans.MaxLearn && len(plan.Locations) == 0 {
 		n := plan.Provenance.Learned + 1
-		raw := s.ws.rawTracePath(pkg, test)
+		raw := s.ws.RawTracePath(pkg, test)
 		if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
 			return nil, "", err
 		}
 		os.Remove(raw)
 		sub, skip := o.subtestArgs()
-		res, err := testRun{
+		res, err := testrun.Run{
 			Sub: sub, Skip: skip, Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test,
 			Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 			Timeout: o.Timeout,
-			Output:  s.ws.logPath(pkg, test, "learn"+strconv.Itoa(n)+".log"),
-		}.run(ctx)
+			Output:  s.ws.LogPath(pkg, test, "learn"+strconv.Itoa(n)+".log"),
+		}.Start(ctx)
 		if err != nil {
 			return nil, "", err
 		}
@@ -67,7 +68,7 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		if res.TimedOut || res.ExitCode != 0 {
 			// A failing recording run teaches nothing; the detection
 			// runs that follow (if any) will show the failure.
-			if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+			if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
 				return nil, "", err
 			}
 			break
@@ -91,7 +92,7 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		merged.Provenance.LearnedCandidates += k
 		added += k
 		plan = merged
-		if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+		if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
 			return nil, "", err
 		}
 	}
@@ -164,7 +165,7 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		added = plan.AddNew(fresh, plans.MaxDetectCandidates)
 		plan.Provenance.DetectCandidates += added
 	}
-	if err := plans.Save(s.ws.planPath(pkg, test), plan); err != nil {
+	if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
 		return err
 	}
 	s.sum.add(func(s *Summary) {

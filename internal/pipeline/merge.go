@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
@@ -33,7 +34,7 @@ func Merge(o MergeOptions, dirs []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	unlock, err := lockWork(ws)
+	unlock, err := ws.Lock()
 	if err != nil {
 		return 0, err
 	}
@@ -43,7 +44,7 @@ func Merge(o MergeOptions, dirs []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if src == ws.work {
+		if src == ws.Work {
 			return 0, fmt.Errorf("%s: is the work directory merged into", d)
 		}
 		_, e1 := os.Stat(filepath.Join(src, "plans"))
@@ -60,7 +61,7 @@ func Merge(o MergeOptions, dirs []string) (int, error) {
 		}
 	}
 	var bugs []*report.Bug
-	err = filepath.WalkDir(ws.reportDir(), func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(ws.ReportDir(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll
@@ -86,8 +87,8 @@ func Merge(o MergeOptions, dirs []string) (int, error) {
 		}
 		return bugs[i].Test < bugs[k].Test
 	})
-	fmt.Fprintf(o.Stderr, "merged %d work directories into %s: %s\n", len(dirs), ws.work, plural(len(bugs), "bug", "bugs"))
-	return len(bugs), printReports(&o.Common, o.Reports, ws.root, bugs)
+	fmt.Fprintf(o.Stderr, "merged %d work directories into %s: %s\n", len(dirs), ws.Work, plural(len(bugs), "bug", "bugs"))
+	return len(bugs), printReports(&o.Common, o.Reports, ws.Root, bugs)
 }
 
 // isReportFile tells a test's report (<Test>.json) from the reproduction
@@ -97,7 +98,7 @@ func isReportFile(path string) bool {
 }
 
 type merger struct {
-	ws     *workspace
+	ws     *workdir.Dir
 	src    string
 	stderr interface{ Write([]byte) (int, error) }
 }
@@ -105,7 +106,7 @@ type merger struct {
 // moved rewrites a path into the shard's directory to the merged one.
 func (m *merger) moved(p string) string {
 	if r, ok := strings.CutPrefix(p, m.src+string(filepath.Separator)); ok {
-		return filepath.Join(m.ws.work, r)
+		return filepath.Join(m.ws.Work, r)
 	}
 	return p
 }
@@ -132,7 +133,7 @@ func (m *merger) walk(sub string, fn func(rel string) error) error {
 
 func (m *merger) plans() error {
 	return m.walk("plans", func(rel string) error {
-		src, dst := filepath.Join(m.src, rel), filepath.Join(m.ws.work, rel)
+		src, dst := filepath.Join(m.src, rel), filepath.Join(m.ws.Work, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
@@ -162,7 +163,7 @@ func (m *merger) plans() error {
 		}
 		if a.Provenance.BinaryHash != b.Provenance.BinaryHash {
 			fmt.Fprintf(m.stderr, "wafl: %s: the plans in %s and %s are for different builds of %s; keeping %s's\n",
-				rel, m.src, m.ws.work, a.Provenance.Package, m.ws.work)
+				rel, m.src, m.ws.Work, a.Provenance.Package, m.ws.Work)
 			return nil
 		}
 		c, err := plans.Merge(a, b)
@@ -175,7 +176,7 @@ func (m *merger) plans() error {
 
 func (m *merger) reports() error {
 	return m.walk("reports", func(rel string) error {
-		src, dst := filepath.Join(m.src, rel), filepath.Join(m.ws.work, rel)
+		src, dst := filepath.Join(m.src, rel), filepath.Join(m.ws.Work, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}

@@ -1,15 +1,11 @@
 package pipeline
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -155,96 +151,18 @@ func (c *Common) streams() {
 	}
 }
 
-// workspace fills the default streams and resolves the module root and
-// the work directory, creating it.
-func (c *Common) workspace() (*workspace, error) {
+// workspace fills the default streams and opens the work directory.
+func (c *Common) workspace() (*workdir.Dir, error) {
 	c.streams()
-	dir := c.Dir
-	if dir == "" {
-		var err error
-		if dir, err = os.Getwd(); err != nil {
-			return nil, err
-		}
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	root, err := moduleRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	work := c.WorkDir
-	if work == "" {
-		work = filepath.Join(root, ".wafl")
-	}
-	if work, err = filepath.Abs(work); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, fmt.Errorf("work directory: %w", err)
-	}
-	// Keep the work directory out of version control.
-	gi := filepath.Join(work, ".gitignore")
-	if _, err := os.Stat(gi); os.IsNotExist(err) {
-		_ = os.WriteFile(gi, []byte("# wafl's work directory\n*\n"), 0o644)
-	}
-	return &workspace{dir: dir, root: root, work: work}, nil
+	return workdir.Open(c.Dir, c.WorkDir)
 }
 
-// moduleRoot returns the root of the main module containing dir.
-func moduleRoot(dir string) (string, error) {
-	cmd := exec.Command("go", "env", "GOMOD")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			return "", fmt.Errorf("%s: go env GOMOD: %s", dir, strings.TrimSpace(string(ee.Stderr)))
-		}
-		return "", fmt.Errorf("%s: go env GOMOD: %w", dir, err)
+// subtestArgs returns what --run and --skip ask of each run below the top
+// level.
+func (t *Tests) subtestArgs() (sub, skip string) {
+	_, sub = testrun.SplitPattern(t.Run)
+	if _, rest := testrun.SplitPattern(t.Skip); rest != "" {
+		skip = t.Skip
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("%s is not inside a Go module (no go.mod found); wafl runs a module's tests", dir)
-	}
-	return filepath.Dir(gomod), nil
+	return sub, skip
 }
-
-// workspace is the resolved layout of one invocation (docs/design.md).
-type workspace struct {
-	dir  string // where wafl runs (package patterns are relative to it)
-	root string // module root
-	work string // work directory
-}
-
-// rel returns path relative to the directory wafl runs in, when it is
-// under it.
-func (w *workspace) rel(path string) string {
-	if r, err := filepath.Rel(w.dir, path); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return path
-}
-
-func (w *workspace) path(elem ...string) string {
-	return filepath.Join(append([]string{w.work}, elem...)...)
-}
-
-func (w *workspace) tracePath(pkg, test string) string {
-	return w.path("traces", filepath.FromSlash(pkg), test+".arrows")
-}
-
-func (w *workspace) rawTracePath(pkg, test string) string {
-	return w.path("traces", filepath.FromSlash(pkg), test+".raw")
-}
-
-func (w *workspace) planPath(pkg, test string) string {
-	return w.path("plans", filepath.FromSlash(pkg), test+".json")
-}
-
-func (w *workspace) logPath(pkg, test, suffix string) string {
-	return w.path("logs", filepath.FromSlash(pkg), test+"."+suffix)
-}
-
-func (w *workspace) reportDir() string { return w.path("reports") }

@@ -1,18 +1,14 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/memorder/wafl/internal/pipeline/testrun"
 )
 
 func TestForEachRunsEveryJobOnce(t *testing.T) {
@@ -66,168 +62,11 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// helperBinary builds a small test binary with a passing, a failing and a
-// hanging test.
-func helperBinary(t *testing.T) (bin, dir string) {
-	t.Helper()
-	dir = t.TempDir()
-	files := map[string]string{
-		"go.mod": "module example.com/h\n\ngo 1.22\n",
-		"h_test.go": `package h
-
-import (
-	"os"
-	"os/exec"
-	"testing"
-)
-
-func TestPass(t *testing.T) {}
-func TestFail(t *testing.T) { t.Fatal("boom") }
-func TestSkipMe(t *testing.T) {}
-func TestHang(t *testing.T) {
-	if os.Getenv("H_CHILD") == "" {
-		// A grandchild that would outlive a plain kill of the test process.
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestHang$")
-		cmd.Env = append(os.Environ(), "H_CHILD=1")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(os.Getenv("H_PIDFILE"), []byte{}, 0o644)
-	}
-	select {}
-}
-func BenchmarkX(b *testing.B) {}
-`,
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin = filepath.Join(dir, "h.test")
-	cmd := exec.Command("go", "test", "-c", "-o", bin, ".")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, out)
-	}
-	return bin, dir
-}
-
-func TestListAndRun(t *testing.T) {
-	if testing.Short() && runtime.GOOS != "linux" {
-		t.Skip("builds a helper binary")
-	}
-	bin, dir := helperBinary(t)
-	ctx := context.Background()
-
-	// Without a hash, then with one (listed and cached), then from the
-	// cache: the same tests each time.
-	for _, hash := range []string{"", "sha256:1", "sha256:1"} {
-		tests, err := listTests(ctx, bin, hash, dir, "", "SkipMe")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang"; got != want {
-			t.Errorf("listTests(hash %q) = %s, want %s", hash, got, want)
-		}
-		if tests, _ = listTests(ctx, bin, hash, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
-			t.Errorf("listTests(hash %q) with run = %v", hash, tests)
-		}
-		if _, err := listTests(ctx, bin, hash, dir, "", "("); err == nil {
-			t.Error("bad --skip regexp accepted")
-		}
-	}
-	// A cached list is used only for the binary hash it was made with.
-	if err := os.WriteFile(bin+".list", []byte("sha256:2 .\nTestStale\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if tests, _ := listTests(ctx, bin, "sha256:2", dir, "", ""); strings.Join(tests, ",") != "TestStale" {
-		t.Errorf("listTests from the cache = %v, want TestStale", tests)
-	}
-	if tests, _ := listTests(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang" {
-		t.Errorf("listTests of another binary hash = %v", tests)
-	}
-
-	out := filepath.Join(t.TempDir(), "out.log")
-	res, err := testRun{Binary: bin, Dir: dir, Test: "TestPass", Timeout: time.Minute, Output: out}.run(ctx)
-	if err != nil || res.ExitCode != 0 || res.TimedOut {
-		t.Errorf("TestPass: %+v, %v", res, err)
-	}
-	res, err = testRun{Binary: bin, Dir: dir, Test: "TestFail", Timeout: time.Minute, Output: out}.run(ctx)
-	if err != nil || res.ExitCode != 1 || res.TimedOut {
-		t.Errorf("TestFail: %+v, %v", res, err)
-	}
-	if data, _ := os.ReadFile(out); !bytes.Contains(data, []byte("boom")) {
-		t.Errorf("output lacks the failure:\n%s", data)
-	}
-}
-
-func TestHungRunIsKilledWithItsChildren(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a timeout")
-	}
-	bin, dir := helperBinary(t)
-	out := filepath.Join(t.TempDir(), "out.log")
-	pidfile := filepath.Join(t.TempDir(), "started")
-	start := time.Now()
-	res, err := testRun{Binary: bin, Dir: dir, Test: "TestHang", Timeout: 3 * time.Second, Output: out,
-		Env: []string{"H_PIDFILE=" + pidfile}}.run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.TimedOut {
-		t.Errorf("hung run not reported as timed out: %+v", res)
-	}
-	// Generous bound: the run must end, not wait for the grandchild forever.
-	if d := time.Since(start); d > 2*time.Minute {
-		t.Errorf("hung run took %v", d)
-	}
-}
-
-func TestModuleRootOutsideModule(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("GOFLAGS", "")
-	t.Setenv("GO111MODULE", "")
-	_, err := moduleRoot(dir)
-	if err == nil || !strings.Contains(err.Error(), "not inside a Go module") {
-		t.Errorf("moduleRoot(%s) = %v", dir, err)
-	}
-}
-
-func TestProgressPlainLines(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf)
-	p.Begin("prepare", 2)
-	p.Done(0, "a: ok")
-	p.Done(1, "b: bug")
-	p.Close()
-	want := "prepare [1/2] a: ok\nprepare [2/2] b: bug\n"
-	if buf.String() != want {
-		t.Errorf("progress wrote %q, want %q", buf.String(), want)
-	}
-}
-
-func TestSplitPattern(t *testing.T) {
-	for _, c := range []struct{ in, first, rest string }{
-		{"", "", ""},
-		{"TestA", "TestA", ""},
-		{"TestA/b", "TestA", "b"},
-		{"TestA/b/c", "TestA", "b/c"},
-		{"Test[/]x/y", "Test[/]x", "y"},
-		{`Test\/x/y`, `Test\/x`, "y"},
-	} {
-		f, r := splitPattern(c.in)
-		if f != c.first || r != c.rest {
-			t.Errorf("splitPattern(%q) = %q, %q; want %q, %q", c.in, f, r, c.first, c.rest)
-		}
-	}
-}
-
 func TestSubtestPatternsReachTheBinary(t *testing.T) {
 	o := &Tests{Run: "TestSub/a", Skip: "TestSub/b"}
 	sub, skip := o.subtestArgs()
-	r := testRun{Test: "TestSub", Sub: sub, Skip: skip}
-	got := strings.Join(r.args(), " ")
+	r := testrun.Run{Test: "TestSub", Sub: sub, Skip: skip}
+	got := strings.Join(r.Args(), " ")
 	want := "-test.run ^TestSub$/a -test.count 1 -test.v -test.skip TestSub/b"
 	if got != want {
 		t.Errorf("args = %q, want %q", got, want)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/split"
 )
 
@@ -81,7 +82,7 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 // spill file into the tests' raw traces.
 func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string) (*pkgRun, error) {
 	ip := pkg.ImportPath
-	raw := s.ws.rawTracePath(ip, pkgRunName)
+	raw := s.ws.RawTracePath(ip, pkgRunName)
 	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 	defer os.Remove(raw)
 	sub, skip := o.subtestArgs()
 	pr := &pkgRun{kept: map[string]bool{}, load: loadFactor()}
-	res, err := testRun{
+	res, err := testrun.Run{
 		Sub:     sub,
 		Skip:    skip,
 		Binary:  pkg.Binary,
@@ -97,16 +98,16 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 		Tests:   tests,
 		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 		Timeout: o.Timeout,
-		Output:  s.ws.logPath(ip, pkgRunName, "prepare.log"),
+		Output:  s.ws.LogPath(ip, pkgRunName, "prepare.log"),
 		Extra:   o.binaryArgs(),
-	}.run(ctx)
+	}.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(raw); err != nil {
 		return nil, fmt.Errorf("the test binary wrote no trace (exit status %d); output in %s", res.ExitCode, res.Output)
 	}
-	st, err := split.Split(raw, tests, func(t string) string { return s.ws.rawTracePath(ip, t) })
+	st, err := split.Split(raw, tests, func(t string) string { return s.ws.RawTracePath(ip, t) })
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job
 	if ts.Late > 0 {
 		more += fmt.Sprintf("; %s of goroutines that outlived the test dropped", plural(int(ts.Late), "event", "events"))
 	}
-	return analyzePrepared(ctx, s, o, j, s.ws.rawTracePath(j.pkg.ImportPath, j.test), pr.load,
+	return analyzePrepared(ctx, s, o, j, s.ws.RawTracePath(j.pkg.ImportPath, j.test), pr.load,
 		time.Duration(ts.End-ts.Begin), more)
 }
 
@@ -177,7 +178,7 @@ func crashGoroutine(output string) (g, creator uint64, ok bool) {
 }
 
 // logSplit appends what the split did to the package run's log.
-func logSplit(path string, res runResult, st *split.Stats, kept, n int) {
+func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return

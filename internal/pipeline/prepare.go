@@ -11,6 +11,8 @@ import (
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/internal/split"
 	"github.com/memorder/wafl/internal/trace"
@@ -63,7 +65,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.Tests++; s.FailPlain++; s.Remembered++ })
 		return "", err
 	}
-	raw := s.ws.rawTracePath(pkg, test)
+	raw := s.ws.RawTracePath(pkg, test)
 	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
 		return "", err
 	}
@@ -73,7 +75,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 	}
 	sub, skip := o.subtestArgs()
 	load := loadFactor()
-	res, err := testRun{
+	res, err := testrun.Run{
 		Sub:     sub,
 		Skip:    skip,
 		Binary:  j.pkg.Binary,
@@ -81,9 +83,9 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		Test:    test,
 		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 		Timeout: o.Timeout,
-		Output:  s.ws.logPath(pkg, test, "prepare.log"),
+		Output:  s.ws.LogPath(pkg, test, "prepare.log"),
 		Extra:   o.binaryArgs(),
-	}.run(ctx)
+	}.Start(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -148,16 +150,16 @@ func countPredicted(s *session, stats *analyze.Stats) {
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
-func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
+func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.tracePath(pkg, test))
+	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(ws.planPath(pkg, test)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(ws.PlanPath(pkg, test)), 0o755); err != nil {
 		return nil, nil, err
 	}
-	if err := plans.Save(ws.planPath(pkg, test), plan); err != nil {
+	if err := plans.Save(ws.PlanPath(pkg, test), plan); err != nil {
 		return nil, nil, err
 	}
 	return plan, stats, nil
@@ -166,7 +168,7 @@ func analyzeRun(ctx context.Context, ws *workspace, params plans.Overrides, j jo
 // analyzeTrace converts the raw spill file raw of test j into the Arrow
 // trace arrows, removes raw and analyzes the trace into a plan, which it
 // returns without saving it.
-func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j job, raw, arrows string) (*plans.Plan, *analyze.Stats, error) {
+func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
@@ -184,7 +186,7 @@ func analyzeTrace(ctx context.Context, ws *workspace, params plans.Overrides, j 
 	p := params.NewParams()
 	plan, stats, err := analyze.File(ctx, arrows, analyze.Options{
 		Params:      &p,
-		TempDir:     ws.path("tmp"),
+		TempDir:     ws.Path("tmp"),
 		NoForkOrder: params.NoForkOrder,
 		Tool:        "wafl",
 		BinaryHash:  j.pkg.hash,
@@ -215,7 +217,7 @@ func failureExcerpt(path string) string {
 	if err != nil {
 		return ""
 	}
-	return tail(string(data), 15)
+	return testrun.Tail(string(data), 15)
 }
 
 // prepCrash turns a MEMORDER panic of a preparation run at an
@@ -223,7 +225,7 @@ func failureExcerpt(path string) string {
 // it is added to the summary, so the invocation exits 1, and the test stops
 // with an error saying so (it has no plan until a preparation run passes).
 // Any other failure gives nil.
-func prepCrash(s *session, j job, res runResult, sub, skip string) error {
+func prepCrash(s *session, j job, res testrun.Result, sub, skip string) error {
 	out, err := os.ReadFile(res.Output)
 	if err != nil {
 		return nil
@@ -232,10 +234,10 @@ func prepCrash(s *session, j job, res runResult, sub, skip string) error {
 	if err != nil {
 		return nil
 	}
-	tr := testRun{Binary: j.pkg.Binary, Test: j.test, Sub: sub, Skip: skip}
+	tr := testrun.Run{Binary: j.pkg.Binary, Test: j.test, Sub: sub, Skip: skip}
 	bug, _ := report.PreparationBug(report.PrepCrash{
 		Package: j.pkg.ImportPath, Test: j.test, Binary: j.pkg.Binary,
-		Args: tr.args(), Env: []string{abi.Env(abi.EnvMode, abi.ModeRecord)},
+		Args: tr.Args(), Env: []string{abi.Env(abi.EnvMode, abi.ModeRecord)},
 		Sites: tab, Output: out,
 	})
 	if bug == nil {

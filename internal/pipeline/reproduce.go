@@ -13,6 +13,8 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
@@ -76,7 +78,7 @@ func Reproduce(ctx context.Context, o ReproduceOptions, file string) (*Reproduce
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockWork(ws)
+	unlock, err := ws.Lock()
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +128,7 @@ func problemText(sum *Summary) string {
 
 // reproduceBug runs bug b's run o.Runs times on the binary pb and returns
 // how often the same bug showed.
-func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workspace, pb *pkgBuild, b *report.Bug) (int, error) {
+func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workdir.Dir, pb *pkgBuild, b *report.Bug) (int, error) {
 	plan, err := plans.Load(b.Reproduce.Plan)
 	if err != nil {
 		return 0, fmt.Errorf("the bug's plan: %w", err)
@@ -160,7 +162,7 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workspace, pb *p
 	plan.Provenance.Sites = pb.Sites
 	hits := 0
 	for k := 1; k <= o.Runs; k++ {
-		base := ws.logPath(b.Package, b.Test, "reproduce"+strconv.Itoa(k))
+		base := ws.LogPath(b.Package, b.Test, "reproduce"+strconv.Itoa(k))
 		runPlan := base + ".plan.json"
 		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 			return 0, err
@@ -179,7 +181,7 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workspace, pb *p
 			abi.Env(abi.EnvLog, logPath),
 			abi.Env(abi.EnvCrash, crashPath),
 		}
-		tr := testRun{Binary: pb.Binary, Dir: pb.Dir, Test: b.Test, Env: env, Timeout: o.Timeout, Output: base + ".log"}
+		tr := testrun.Run{Binary: pb.Binary, Dir: pb.Dir, Test: b.Test, Env: env, Timeout: o.Timeout, Output: base + ".log"}
 		if i := slices.Index(b.Reproduce.Command, "-test.run"); i >= 0 && i+1 < len(b.Reproduce.Command) {
 			// Keep the subtest selection of the original run.
 			if _, sub, ok := strings.Cut(b.Reproduce.Command[i+1], "$/"); ok {
@@ -187,14 +189,14 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workspace, pb *p
 			}
 		}
 		tr.Extra = extraArgs(b.Reproduce.Command)
-		res, err := tr.run(ctx)
+		res, err := tr.Start(ctx)
 		if err != nil {
 			return 0, err
 		}
 		output, _ := os.ReadFile(res.Output)
 		rr, err := report.Outcome(report.RunInput{
 			Plan: plan, PlanPath: runPlan, Sites: tab,
-			Package: b.Package, Test: b.Test, Binary: pb.Binary, Args: tr.args(),
+			Package: b.Package, Test: b.Test, Binary: pb.Binary, Args: tr.Args(),
 			Env: env, Run: b.Run, Seed: b.Seed,
 			LogPath: logPath, CrashPath: crashPath, Stderr: output,
 			ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
@@ -363,7 +365,7 @@ func remapPlan(p *plans.Plan, m map[uint32]uint32) {
 // (docs/report-format.md): a copy of the plan the run read and the site
 // table entries that plan mentions, and points the bug's reproduce record
 // at them.
-func saveBundle(ws *workspace, self string, j job, runPlan string, plan *plans.Plan, tab *sites.Table, bug *report.Bug) error {
+func saveBundle(ws *workdir.Dir, self string, j job, runPlan string, plan *plans.Plan, tab *sites.Table, bug *report.Bug) error {
 	base := reportBase(ws, j.pkg.ImportPath, j.test) + fmt.Sprintf(".run%d-seed%d", bug.Run, bug.Seed)
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return err
@@ -397,9 +399,9 @@ func saveBundle(ws *workspace, self string, j job, runPlan string, plan *plans.P
 		}
 	}
 	dir := ""
-	if ws.work != filepath.Join(ws.root, ".wafl") {
-		dir = " --dir " + ws.rel(ws.work)
+	if ws.Work != filepath.Join(ws.Root, ".wafl") {
+		dir = " --dir " + ws.Rel(ws.Work)
 	}
-	r.Wafl = fmt.Sprintf("%s reproduce%s %s", self, dir, ws.rel(reportBase(ws, j.pkg.ImportPath, j.test)+".json"))
+	r.Wafl = fmt.Sprintf("%s reproduce%s %s", self, dir, ws.Rel(reportBase(ws, j.pkg.ImportPath, j.test)+".json"))
 	return nil
 }

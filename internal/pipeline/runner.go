@@ -12,6 +12,9 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument"
+	"github.com/memorder/wafl/internal/pipeline/progress"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/internal/pipeline/workdir"
 )
 
 // pkgBuild is one package's instrumented test binary and its tests.
@@ -60,9 +63,9 @@ type testFunc func(ctx context.Context, s *session, j job) (bugs int, note strin
 
 // session is one run of a workflow: what its per-test function works with.
 type session struct {
-	ws   *workspace
+	ws   *workdir.Dir
 	sum  *Summary
-	prog *progress
+	prog *progress.Bar
 	pkgs []*pkgBuild
 	// unlock releases the work directory's lock (lockWork); the workflow
 	// calls it when it has written everything.
@@ -84,7 +87,7 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockWork(ws)
+	unlock, err := ws.Lock()
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +116,7 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	if w.tests.Shard.N > 1 {
 		s.sum.Shard = w.tests.Shard.String()
 	}
-	s.prog = newProgress(w.common.Stderr)
+	s.prog = progress.New(w.common.Stderr)
 	var done atomic.Int64
 	err = s.sum.phase(w.phase, func() error {
 		if w.before != nil {
@@ -199,14 +202,14 @@ func classify(err error, phase string) (string, string) {
 // build instruments and builds the matched packages; packages that fail
 // are recorded as problems. With tests set it also lists each package's
 // tests that tests selects.
-func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workspace, sum *Summary) ([]*pkgBuild, error) {
+func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workdir.Dir, sum *Summary) ([]*pkgBuild, error) {
 	var log io.Writer = io.Discard
 	if c.Verbose {
 		log = c.Stderr
 	}
 	cfg := instrument.Config{
-		Dir:        ws.dir,
-		WorkDir:    ws.work,
+		Dir:        ws.Run,
+		WorkDir:    ws.Work,
 		Patterns:   pk.Patterns,
 		Tags:       pk.Tags,
 		Instrument: pk.Instrument,
@@ -226,7 +229,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 				fmt.Fprintf(log, "wafl: build fingerprint: %v (building)\n", err)
 				fp = ""
 			} else if st := reuseBuild(ws, fp); st != nil {
-				if res, hashes = st.result(ws.work), st.check(); hashes != nil {
+				if res, hashes = st.result(ws.Work), st.check(); hashes != nil {
 					fmt.Fprintf(log, "wafl: nothing changed since the last build (%s): its test binaries are reused\n", fp[:min(len(fp), 19)])
 					return nil
 				}
@@ -249,7 +252,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 		}
 		switch {
 		case racy:
-			os.Remove(ws.buildStatePath()) // a file changed just now: build again next time
+			os.Remove(ws.BuildStatePath()) // a file changed just now: build again next time
 		case fp != "":
 			saveBuild(ws, fp, res, hashes)
 		}
@@ -279,7 +282,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *works
 	}
 	err = sum.phase("list", func() error {
 		for _, p := range built {
-			names, err := listTests(ctx, p.Binary, p.hash, p.Dir, tests.Run, tests.Skip)
+			names, err := testrun.List(ctx, p.Binary, p.hash, p.Dir, tests.Run, tests.Skip)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

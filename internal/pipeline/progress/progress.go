@@ -1,4 +1,7 @@
-package pipeline
+// Package progress reports a long wafl workflow on standard error: on a
+// terminal a live status line (phase, tests done/total, bugs so far,
+// elapsed), otherwise one plain line per finished test.
+package progress
 
 import (
 	"fmt"
@@ -10,9 +13,9 @@ import (
 	"golang.org/x/term"
 )
 
-// progress reports long work: on a terminal a live status line (phase,
+// Bar reports long work: on a terminal a live status line (phase,
 // tests done/total, bugs so far, elapsed), otherwise plain lines.
-type progress struct {
+type Bar struct {
 	mu      sync.Mutex
 	w       io.Writer
 	live    bool
@@ -26,8 +29,9 @@ type progress struct {
 	shown   bool
 }
 
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, start: time.Now()}
+// New returns a Bar writing to w; live when w is a terminal.
+func New(w io.Writer) *Bar {
+	p := &Bar{w: w, start: time.Now()}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
 		p.live = true
 		p.stop = make(chan struct{})
@@ -37,7 +41,7 @@ func newProgress(w io.Writer) *progress {
 	return p
 }
 
-func (p *progress) loop() {
+func (p *Bar) loop() {
 	defer close(p.stopped)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -54,7 +58,7 @@ func (p *progress) loop() {
 }
 
 // drawLocked redraws the status line.
-func (p *progress) drawLocked() {
+func (p *Bar) drawLocked() {
 	if !p.live || p.total == 0 {
 		return
 	}
@@ -72,7 +76,7 @@ func (p *progress) drawLocked() {
 }
 
 // clearLocked removes the status line so that a message can be printed.
-func (p *progress) clearLocked() {
+func (p *Bar) clearLocked() {
 	if p.live && p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.shown = false
@@ -80,7 +84,7 @@ func (p *progress) clearLocked() {
 }
 
 // Begin starts a phase with total units of work.
-func (p *progress) Begin(phase string, total int) {
+func (p *Bar) Begin(phase string, total int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.phase, p.total, p.done = phase, total, 0
@@ -88,7 +92,7 @@ func (p *progress) Begin(phase string, total int) {
 }
 
 // Done counts one unit as finished and, when not on a terminal, prints line.
-func (p *progress) Done(bugs int, format string, args ...any) {
+func (p *Bar) Done(bugs int, format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
@@ -100,7 +104,7 @@ func (p *progress) Done(bugs int, format string, args ...any) {
 }
 
 // Printf prints a line above the status line.
-func (p *progress) Printf(format string, args ...any) {
+func (p *Bar) Printf(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLocked()
@@ -109,7 +113,7 @@ func (p *progress) Printf(format string, args ...any) {
 }
 
 // Close removes the status line and stops redrawing.
-func (p *progress) Close() {
+func (p *Bar) Close() {
 	if p.live {
 		close(p.stop)
 		<-p.stopped

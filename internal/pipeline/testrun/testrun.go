@@ -1,4 +1,9 @@
-package pipeline
+// Package testrun runs instrumented test binaries the way go test runs
+// test binaries: one process per run in the package directory, a
+// -test.run pattern that selects exactly the tests asked for, a timeout
+// that kills the run's whole process group, and the binary's list of
+// tests cached beside it.
+package testrun
 
 import (
 	"bytes"
@@ -13,8 +18,8 @@ import (
 	"time"
 )
 
-// testRun is one execution of one test (or of Tests) in its own process.
-type testRun struct {
+// Run is one execution of one test (or of Tests) in its own process.
+type Run struct {
 	Binary string
 	Dir    string // the package directory: go test runs binaries there
 	Test   string
@@ -31,26 +36,26 @@ type testRun struct {
 	Extra     []string // more test binary flags (-test.short, -test.cpu)
 }
 
-// runResult is how a test process ended.
-type runResult struct {
+// Result is how a test process ended.
+type Result struct {
 	ExitCode int
 	TimedOut bool
 	Duration time.Duration
 	Output   string // path of the combined output
 }
 
-// run runs the test binary on exactly one top-level test and waits for
+// Start runs the test binary on exactly one top-level test and waits for
 // it. A run that exceeds the timeout has its whole process group killed.
-func (r testRun) run(ctx context.Context) (runResult, error) {
+func (r Run) Start(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(filepath.Dir(r.Output), 0o755); err != nil {
-		return runResult{}, err
+		return Result{}, err
 	}
 	out, err := os.Create(r.Output)
 	if err != nil {
-		return runResult{}, err
+		return Result{}, err
 	}
 	defer out.Close()
-	args := r.args()
+	args := r.Args()
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.Binary, args...)
@@ -63,7 +68,7 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err = cmd.Run()
-	res := runResult{Duration: time.Since(start), Output: r.Output}
+	res := Result{Duration: time.Since(start), Output: r.Output}
 	// Processes the test started and left behind die with the run.
 	_ = killProcessGroup(cmd)
 	if ctx.Err() == context.DeadlineExceeded {
@@ -91,8 +96,8 @@ func (r testRun) run(ctx context.Context) (runResult, error) {
 	return res, nil
 }
 
-// args are the test binary's arguments for this run.
-func (r testRun) args() []string {
+// Args are the test binary's arguments for this run.
+func (r Run) Args() []string {
 	run := "^" + regexp.QuoteMeta(r.Test) + "$"
 	if len(r.Tests) > 0 {
 		q := make([]string, len(r.Tests))
@@ -120,15 +125,15 @@ func (r testRun) args() []string {
 	return append(args, r.Extra...)
 }
 
-// listTests lists the top-level tests of a test binary that match run and
+// List lists the top-level tests of a test binary that match run and
 // do not match skip. hash is the binary's (abi.HashFile); when set, the
 // binary's list is cached beside it.
-func listTests(ctx context.Context, binary, hash, dir, run, skip string) ([]string, error) {
+func List(ctx context.Context, binary, hash, dir, run, skip string) ([]string, error) {
 	// -run and -skip take slash-separated patterns, one per level of
 	// subtests; wafl lists and starts top-level tests, so the first
 	// element selects them and the rest goes to the test binary
 	// (splitPattern).
-	pattern, _ := splitPattern(run)
+	pattern, _ := SplitPattern(run)
 	if pattern == "" {
 		pattern = "."
 	}
@@ -146,7 +151,7 @@ func listTests(ctx context.Context, binary, hash, dir, run, skip string) ([]stri
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if out, err = cmd.Output(); err != nil {
-			return nil, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, tail(stderr.String(), 20))
+			return nil, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, Tail(stderr.String(), 20))
 		}
 		if hash != "" {
 			_ = os.WriteFile(cache, append([]byte(key), out...), 0o644) // a cache: a failed write lists again next time
@@ -155,21 +160,21 @@ func listTests(ctx context.Context, binary, hash, dir, run, skip string) ([]stri
 		out = out[len(key):]
 	}
 	var skipRE *regexp.Regexp
-	if first, rest := splitPattern(skip); first != "" && rest == "" {
+	if first, rest := SplitPattern(skip); first != "" && rest == "" {
 		// A top-level skip; a skip naming subtests goes to the binary.
 		if skipRE, err = regexp.Compile(first); err != nil {
 			return nil, fmt.Errorf("--skip: %w", err)
 		}
 	}
-	return parseTestList(out, skipRE), nil
+	return parseList(out, skipRE), nil
 }
 
-// parseTestList returns the test names of a -test.list output, without
+// parseList returns the test names of a -test.list output, without
 // those skipRE matches, each once: a package's internal and external test
 // packages may both declare a test of one name (grpc-go's func Test), and
 // one -test.run ^Name$ runs both, so they are one test for wafl (two jobs
 // would write the same trace file at once).
-func parseTestList(out []byte, skipRE *regexp.Regexp) []string {
+func parseList(out []byte, skipRE *regexp.Regexp) []string {
 	var tests []string
 	seen := make(map[string]bool)
 	for _, line := range strings.Split(string(out), "\n") {
@@ -186,8 +191,8 @@ func parseTestList(out []byte, skipRE *regexp.Regexp) []string {
 	return tests
 }
 
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
+// Tail returns the last n lines of s.
+func Tail(s string, n int) string {
 	s = strings.TrimRight(s, "\n")
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
@@ -196,10 +201,10 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// splitPattern splits a go test -run/-skip pattern into its top-level
+// SplitPattern splits a go test -run/-skip pattern into its top-level
 // element and the rest, at the first slash outside brackets and
 // parentheses (as the testing package does).
-func splitPattern(p string) (first, rest string) {
+func SplitPattern(p string) (first, rest string) {
 	depth := 0
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
@@ -218,14 +223,4 @@ func splitPattern(p string) (first, rest string) {
 		}
 	}
 	return p, ""
-}
-
-// subtestArgs returns what --run and --skip ask of each run below the top
-// level.
-func (t *Tests) subtestArgs() (sub, skip string) {
-	_, sub = splitPattern(t.Run)
-	if _, rest := splitPattern(t.Skip); rest != "" {
-		skip = t.Skip
-	}
-	return sub, skip
 }

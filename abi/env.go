@@ -12,9 +12,7 @@ const (
 	EnvLog   = "WAFL_LOG"   // detect: JSON-lines log, appended to record by record
 	EnvCrash = "WAFL_CRASH" // detect: file given to runtime/debug.SetCrashOutput
 	// EnvAblate switches parts of the algorithm off, for ablation studies
-	// (thesis Table 6.4): a comma-separated list of "interference" (never
-	// skip a delay for an interfering delay in progress), "hb" (no
-	// happens-before inference) and "decay" (probabilities never decay).
+	// (thesis Table 6.4): Ablation.String's comma-separated part names.
 	EnvAblate = "WAFL_ABLATE"
 )
 

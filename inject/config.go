@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/memorder/wafl/abi"
@@ -21,73 +20,7 @@ type config struct {
 	run       int
 	logPath   string
 	crashPath string
-	ablate    ablation
-}
-
-// ablation lists the parts of the algorithm switched off by WAFL_ABLATE.
-type ablation struct {
-	noInterference bool
-	noHB           bool
-	noDecay        bool
-	fixedDelay     bool // every delay FixedDelayNs, not the learned length
-	// basic is the thesis's WAFLBASIC (online.go): no preparation run,
-	// near misses found and delayed online.
-	basic bool
-	// noForkOrder keeps near misses that fork edges order (basic mode's
-	// online candidates; for the analysis, wafl prepare reads it).
-	noForkOrder bool
-}
-
-// FixedDelayNs is the delay of the fixed-delay ablation (TSVD's and the
-// thesis's 100 ms).
-const FixedDelayNs = int64(100e6)
-
-func (a ablation) String() string {
-	var parts []string
-	if a.noInterference {
-		parts = append(parts, "interference")
-	}
-	if a.noHB {
-		parts = append(parts, "hb")
-	}
-	if a.noDecay {
-		parts = append(parts, "decay")
-	}
-	if a.fixedDelay {
-		parts = append(parts, "fixed-delay")
-	}
-	if a.noForkOrder {
-		parts = append(parts, "parent-child")
-	}
-	if a.basic {
-		parts = append(parts, "basic")
-	}
-	return strings.Join(parts, ",")
-}
-
-func parseAblation(s string) (ablation, error) {
-	var a ablation
-	for _, f := range strings.Split(s, ",") {
-		switch strings.TrimSpace(f) {
-		case "":
-		case "interference":
-			a.noInterference = true
-		case "hb":
-			a.noHB = true
-		case "decay":
-			a.noDecay = true
-		case "fixed-delay":
-			a.fixedDelay = true
-		case "parent-child":
-			// an analysis ablation (wafl prepare), and basic mode's
-			a.noForkOrder = true
-		case "basic":
-			a.basic = true
-		default:
-			return a, fmt.Errorf("%s=%q: unknown part %q (want interference, hb, decay, fixed-delay, parent-child, basic)", abi.EnvAblate, s, f)
-		}
-	}
-	return a, nil
+	ablate    abi.Ablation
 }
 
 // configFromEnv reads the detection-run environment and opens the crash
@@ -131,8 +64,8 @@ func configFromEnv() (config, error) {
 			return c, fmt.Errorf("%s=%q: not a run number", abi.EnvRun, s)
 		}
 	}
-	if c.ablate, err = parseAblation(os.Getenv(abi.EnvAblate)); err != nil {
-		return c, err
+	if c.ablate, err = abi.ParseAblation(os.Getenv(abi.EnvAblate)); err != nil {
+		return c, fmt.Errorf("%s: %w", abi.EnvAblate, err)
 	}
 	c.logPath = os.Getenv(abi.EnvLog)
 	c.crashPath = os.Getenv(abi.EnvCrash)

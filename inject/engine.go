@@ -182,8 +182,8 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			// length, never past the bound unless the length already is.
 			l.delayNs = e.params.RunDelay(pl.DelayNs)
 		}
-		if cfg.ablate.fixedDelay && pl.DelayNs > 0 {
-			l.delayNs = FixedDelayNs
+		if cfg.ablate.Has(abi.AblateFixedDelay) && pl.DelayNs > 0 {
+			l.delayNs = abi.FixedDelayNs
 		}
 		l.grown = pl.Grown > 0 || pl.DelayNs >= e.params.MaxDelayNs
 		l.probBits.Store(math.Float64bits(pl.Prob))
@@ -214,7 +214,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			if !l.pairs[j].pruned.Load() {
 				o := get(l.pairs[j].second)
 				o.partnerOf = append(o.partnerOf, partnerRef{first: l, pair: j})
-				if l.pairs[j].kind == plans.UseAfterDispose && !cfg.ablate.basic && !slices.Contains(o.awaits, l) {
+				if l.pairs[j].kind == plans.UseAfterDispose && !cfg.ablate.Has(abi.AblateBasic) && !slices.Contains(o.awaits, l) {
 					o.awaits = append(o.awaits, l)
 				}
 			}
@@ -224,7 +224,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		e.refreshOn(l)
 	}
 	e.fast = newSiteTable(e.table)
-	if cfg.ablate.basic {
+	if cfg.ablate.Has(abi.AblateBasic) {
 		e.basic = newOnline(e)
 	}
 	if cfg.logPath != "" {
@@ -262,7 +262,7 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	if e.active.Load() > 0 {
 		e.noteReorder(l.site, g, obj, t)
 	}
-	if len(l.partnerOf) > 0 && !e.cfg.ablate.noHB {
+	if len(l.partnerOf) > 0 && !e.cfg.ablate.Has(abi.AblateHB) {
 		if !known {
 			t0 = t // no earlier watched event: no stall to infer from, but a late arrival still counts
 		}
@@ -362,7 +362,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	if h := decisionHook.Load(); h != nil {
 		(*h)(l.site)
 	}
-	if !e.cfg.ablate.noInterference {
+	if !e.cfg.ablate.Has(abi.AblateInterference) {
 		for _, o := range l.interf {
 			if o.active.Load() > 0 {
 				e.skipInt.Add(1)
@@ -417,7 +417,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	// watched event is the end of the delay.
 	e.gtab.swap(g, te)
 	np := p
-	if !e.cfg.ablate.noDecay {
+	if !e.cfg.ablate.Has(abi.AblateDecay) {
 		np = e.decay(l)
 	}
 	e.logEnd(l, g, id, te-ts, te, np)

@@ -148,7 +148,7 @@ func TestTableOnlyPlannedSites(t *testing.T) {
 func TestDecayRemovesLocation(t *testing.T) {
 	p := testPlan(location(1, 5*ms, 1, 2))
 	p.Params.Decay = 0.25
-	e := newTestEngine(t, p, func(c *config) { c.ablate.noHB = true })
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateHB })
 	for range 10 {
 		e.hit(1, 7)
 	}
@@ -174,7 +174,7 @@ func TestDecayRemovesLocation(t *testing.T) {
 
 func TestNoDecayAblation(t *testing.T) {
 	p := testPlan(location(1, 1*ms, 1, 2))
-	e := newTestEngine(t, p, func(c *config) { c.ablate.noDecay = true })
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateDecay })
 	for range 20 {
 		e.hit(1, 7)
 	}
@@ -186,7 +186,7 @@ func TestNoDecayAblation(t *testing.T) {
 func TestDecisionsReproducible(t *testing.T) {
 	decisions := func(seed uint64) []bool {
 		p := testPlan(location(1, 1*ms, 0.5, 2))
-		e := newTestEngine(t, p, func(c *config) { c.seed = seed; c.ablate.noDecay = true })
+		e := newTestEngine(t, p, func(c *config) { c.seed = seed; c.ablate |= abi.AblateDecay })
 		var out []bool
 		for range 64 {
 			before := e.table[1].delays.Load()
@@ -236,7 +236,11 @@ func TestInterferenceSkip(t *testing.T) {
 		p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
 		p.Locations[0].Interference = []uint32{3}
 		p.Params.Decay = 0
-		e := newTestEngine(t, p, func(c *config) { c.ablate.noInterference = off })
+		e := newTestEngine(t, p, func(c *config) {
+			if off {
+				c.ablate |= abi.AblateInterference
+			}
+		})
 		e.table[3].active.Store(1) // a delay at 3 is in progress
 		e.hit(1, 7)
 		want := int64(1)
@@ -397,7 +401,7 @@ func TestHBInference(t *testing.T) {
 
 func TestHBAblation(t *testing.T) {
 	p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
-	e := newTestEngine(t, p, func(c *config) { c.ablate.noHB = true })
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateHB })
 	if e.table[2].on.Load() == 0 {
 		t.Errorf("partner site not watched (reorders are tracked with HB inference off too)")
 	}
@@ -570,14 +574,14 @@ func TestLogStringEscaping(t *testing.T) {
 }
 
 func TestParseAblation(t *testing.T) {
-	a, err := parseAblation("hb, interference")
-	if err != nil || !a.noHB || !a.noInterference || a.noDecay {
-		t.Fatalf("parseAblation = %+v, %v", a, err)
+	a, err := abi.ParseAblation("hb, interference")
+	if err != nil || !a.Has(abi.AblateHB) || !a.Has(abi.AblateInterference) || a.Has(abi.AblateDecay) || a.String() != "interference,hb" {
+		t.Fatalf("ParseAblation = %v, %v", a, err)
 	}
 	if a.String() != "interference,hb" {
 		t.Errorf("String = %q", a.String())
 	}
-	if _, err := parseAblation("hb,bogus"); err == nil {
+	if _, err := abi.ParseAblation("hb,bogus"); err == nil {
 		t.Error("unknown part accepted")
 	}
 }
@@ -673,7 +677,7 @@ func BenchmarkAtDecision(b *testing.B) {
 	p.Params.Decay = 0
 	p.Params.MaxDelayPerRunNs = 1 << 62
 	p.Params.MaxDelayPerGoroutineNs = 1 << 62
-	e, err := newEngine(config{plan: p, seed: 1, ablate: ablation{noHB: true}}, clock{
+	e, err := newEngine(config{plan: p, seed: 1, ablate: abi.AblateHB}, clock{
 		now: func() int64 { return 0 }, sleep: func(int64) {}})
 	if err != nil {
 		b.Fatal(err)
@@ -690,7 +694,7 @@ func BenchmarkAtDecision(b *testing.B) {
 
 func TestProbabilitySkipsLogged(t *testing.T) {
 	p := testPlan(location(1, 1*ms, 0.5, 2))
-	e := newTestEngine(t, p, func(c *config) { c.ablate.noDecay = true })
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateDecay })
 	for range 100 {
 		e.hit(1, 7)
 	}
@@ -769,9 +773,9 @@ func TestRunSlackAddedToLearnedDelay(t *testing.T) {
 			t.Errorf("site %d: delay %d, want %d", site, got, want)
 		}
 	}
-	fixed := newTestEngine(t, testPlan(location(3, 10*ms, 1, 5)), func(c *config) { c.ablate.fixedDelay = true })
-	if got := fixed.table[3].delayNs; got != FixedDelayNs {
-		t.Errorf("fixed-delay ablation: delay %d, want %d", got, FixedDelayNs)
+	fixed := newTestEngine(t, testPlan(location(3, 10*ms, 1, 5)), func(c *config) { c.ablate |= abi.AblateFixedDelay })
+	if got := fixed.table[3].delayNs; got != abi.FixedDelayNs {
+		t.Errorf("fixed-delay ablation: delay %d, want %d", got, abi.FixedDelayNs)
 	}
 }
 

@@ -133,7 +133,7 @@ type online struct {
 // plan's locations (the pairs earlier runs found) are the initial trap
 // set.
 func newOnline(e *engine) *online {
-	b := &online{noForkOrder: e.cfg.ablate.noForkOrder, known: map[uint64]bool{}}
+	b := &online{noForkOrder: e.cfg.ablate.Has(abi.AblateParentChild), known: map[uint64]bool{}}
 	for _, l := range e.table {
 		if l.isLoc {
 			b.traps.insert(l)
@@ -147,7 +147,7 @@ func newOnline(e *engine) *online {
 			b.partners.insert(l)
 		}
 	}
-	e.maxLocDelay = max(e.maxLocDelay, e.params.MaxDelayNs, FixedDelayNs)
+	e.maxLocDelay = max(e.maxLocDelay, e.params.MaxDelayNs, abi.FixedDelayNs)
 	return b
 }
 
@@ -213,7 +213,7 @@ func (e *engine) online(site uint32, g uint64, c uint32, obj uintptr, op abi.Op)
 	if obj != 0 && op.Access() {
 		b.nearMiss(e, access{obj: obj, t: t, g: g, site: site, clock: c, op: op})
 	}
-	if !e.cfg.ablate.noHB {
+	if !e.cfg.ablate.Has(abi.AblateHB) {
 		if l2 := b.partners.find(site); l2 != nil {
 			if !known {
 				t0 = t
@@ -307,8 +307,8 @@ func (e *engine) addTrap(kind plans.Kind, first, second access, key uint64) {
 	if l1 == nil {
 		d := e.params.Delay(gap)
 		d = e.params.RunDelay(d) // the run's stretch and slack, as for planned delays
-		if e.cfg.ablate.fixedDelay {
-			d = FixedDelayNs
+		if e.cfg.ablate.Has(abi.AblateFixedDelay) {
+			d = abi.FixedDelayNs
 		}
 		l1 = &loc{site: first.site, isLoc: true, delayNs: d}
 		if !b.traps.insert(l1) {

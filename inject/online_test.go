@@ -12,7 +12,7 @@ import (
 func newBasicEngine(t *testing.T, p *plans.Plan, mut func(*config)) *testEngine {
 	t.Helper()
 	return newTestEngine(t, p, func(c *config) {
-		c.ablate.basic = true
+		c.ablate |= abi.AblateBasic
 		if mut != nil {
 			mut(c)
 		}
@@ -112,7 +112,7 @@ func TestOnlineNearMiss(t *testing.T) {
 			{at: 3 * ms, site: 99, g: 3, obj: 0x100, op: abi.OpUse},
 			{at: 4 * ms, site: 99, g: 3, obj: 0x100, op: abi.OpUse},
 			{at: 5 * ms, site: use1, g: g2, obj: 0x100, op: abi.OpUse},
-		}, func(c *config) { c.ablate.noHB = true }, nil, []trapRec{
+		}, func(c *config) { c.ablate |= abi.AblateHB }, nil, []trapRec{
 			{init1, 99, "use-before-init", 1 * ms}, {init1, use1, "use-before-init", 5 * ms}}},
 		{"init before the fork is ordered", []ev{
 			{at: 0, site: init1, g: g1, clock: 1, obj: 0x100, op: abi.OpInit},
@@ -125,7 +125,7 @@ func TestOnlineNearMiss(t *testing.T) {
 		{"parent-child ablated keeps the ordered pair", []ev{
 			{at: 0, site: init1, g: g1, clock: 1, obj: 0x100, op: abi.OpInit},
 			{at: 1 * ms, site: use1, g: g2, clock: 1, obj: 0x100, op: abi.OpUse},
-		}, func(c *config) { c.ablate.noForkOrder = true }, &lcc.Edge{Parent: g1, Clock: 1, Child: g2},
+		}, func(c *config) { c.ablate |= abi.AblateParentChild }, &lcc.Edge{Parent: g1, Clock: 1, Child: g2},
 			[]trapRec{{init1, use1, "use-before-init", 1 * ms}}},
 	}
 	for _, tc := range cases {
@@ -161,7 +161,11 @@ func TestOnlineNearMiss(t *testing.T) {
 // fixed-delay), in the same run.
 func TestOnlineDelaysInSameRun(t *testing.T) {
 	for _, fixed := range []bool{false, true} {
-		e := newBasicEngine(t, testPlan(), func(c *config) { c.ablate.fixedDelay = fixed })
+		e := newBasicEngine(t, testPlan(), func(c *config) {
+			if fixed {
+				c.ablate |= abi.AblateFixedDelay
+			}
+		})
 		e.play(
 			ev{at: 0, site: 10, g: 1, obj: 0x100, op: abi.OpInit},
 			ev{at: 8 * ms, site: 20, g: 2, obj: 0x100, op: abi.OpUse},
@@ -169,7 +173,7 @@ func TestOnlineDelaysInSameRun(t *testing.T) {
 		)
 		want := e.params.Delay(8 * ms)
 		if fixed {
-			want = FixedDelayNs
+			want = abi.FixedDelayNs
 		}
 		var delays []int64
 		for _, r := range e.records(t) {
@@ -237,7 +241,7 @@ func TestAtUnchangedOutsideBasic(t *testing.T) {
 func BenchmarkAccessBasic(b *testing.B) {
 	p := testPlan()
 	fc := &fakeClock{}
-	e, err := newEngine(config{plan: p, seed: 1, ablate: ablation{basic: true}}, fc.clock())
+	e, err := newEngine(config{plan: p, seed: 1, ablate: abi.AblateBasic}, fc.clock())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -256,7 +260,7 @@ func BenchmarkAccessBasic(b *testing.B) {
 // that completes no new near miss.
 func TestAccessNoAllocs(t *testing.T) {
 	fc := &fakeClock{}
-	e, err := newEngine(config{plan: testPlan(), seed: 1, ablate: ablation{basic: true}}, fc.clock())
+	e, err := newEngine(config{plan: testPlan(), seed: 1, ablate: abi.AblateBasic}, fc.clock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/pipeline"
 	"github.com/memorder/wafl/plans"
 )
@@ -170,17 +172,12 @@ not modified.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
-			for _, a := range ablate {
-				switch a {
-				case "parent-child":
-					o.Params.NoForkOrder = true
-				case "basic":
-					o.Basic = true // no preparation run: an empty plan marked basic
-				case "interference", "hb", "decay", "fixed-delay": // detection-run parts
-				default:
-					return usageError{fmt.Errorf("--ablate: unknown part %q (want parent-child or basic; the rest are detect's)", a)}
-				}
+			a, err := ablationFlag(ablate)
+			if err != nil {
+				return err
 			}
+			o.Params.NoForkOrder = a.Has(abi.AblateParentChild)
+			o.Basic = a.Has(abi.AblateBasic) // no preparation run: an empty plan marked basic
 			sum, err := pipeline.Prepare(cmd.Context(), *o)
 			if err != nil {
 				return err
@@ -197,13 +194,14 @@ not modified.`,
 	testFlags(cmd, &o.Tests)
 	tagsFlag(cmd, &o.Packages)
 	analysisFlags(cmd, &o.Params)
-	cmd.Flags().StringSliceVar(&ablate, "ablate", nil, "turn parts of the analysis off to measure them: parent-child (keep pairs that fork order), basic (no preparation run: WAFLBASIC, candidates found online by detect --ablate basic)")
+	ablateFlag(cmd, &ablate)
 	cmd.Flags().BoolVar(&o.PerTest, "per-test", false, "run each test in a process of its own (default: the tests of a package share one, and those that crash, hang, fail or exit run again alone)")
 	return cmd
 }
 
 func newDetect(common *pipeline.Common) *cobra.Command {
 	o := new(pipeline.DetectOptions)
+	var ablate []string
 	cmd := &cobra.Command{
 		Use:   "detect [packages]",
 		Short: "Run tests with planned delays and report the MEMORDER bugs they expose",
@@ -218,17 +216,13 @@ one), 2 error.`,
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
 			o.SeedSet = cmd.Flags().Changed("seed")
-			for _, a := range o.Ablate {
-				switch a {
-				case "interference", "hb", "decay", "fixed-delay":
-				case "parent-child":
-					o.Params.NoForkOrder = true // for tests prepared on the way; in basic mode, online too
-				case "basic":
-					o.Basic = true
-				default:
-					return usageError{fmt.Errorf("--ablate: unknown part %q (want interference, hb, decay, fixed-delay, parent-child or basic)", a)}
-				}
+			a, err := ablationFlag(ablate)
+			if err != nil {
+				return err
 			}
+			o.Ablate = a
+			o.Params.NoForkOrder = a.Has(abi.AblateParentChild) // for tests prepared on the way; in basic mode, online too
+			o.Basic = a.Has(abi.AblateBasic)
 			if o.Runs < 1 {
 				return usageError{errors.New("--runs must be at least 1")}
 			}
@@ -252,7 +246,7 @@ one), 2 error.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Runs, "runs", pipeline.DefaultRuns, "detection runs per test")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for every random decision (default: random, recorded in reports)")
-	f.StringSliceVar(&o.Ablate, "ablate", nil, "turn parts of the algorithm off to measure them: interference, hb, decay, fixed-delay (100 ms delays), parent-child (no fork-order pruning), basic (WAFLBASIC: no preparation run, near misses found and delayed online)")
+	ablateFlag(cmd, &ablate)
 	reportFlags(cmd, &o.Reports, "print the report JSON to stdout")
 	return cmd
 }
@@ -260,8 +254,9 @@ one), 2 error.`,
 func newInstrument(common *pipeline.Common) *cobra.Command {
 	o := new(pipeline.InstrumentOptions)
 	cmd := &cobra.Command{
-		Use:   "instrument [packages]",
-		Short: "Instrument and build test binaries only; print where they went",
+		Use:    "instrument [packages]",
+		Hidden: true, // a step of prepare, for debugging the instrumentation
+		Short:  "Instrument and build test binaries only; print where they went",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
@@ -280,8 +275,9 @@ func newAnalyze(common *pipeline.Common) *cobra.Command {
 	o := new(pipeline.AnalyzeOptions)
 	var out string
 	cmd := &cobra.Command{
-		Use:   "analyze TRACE...",
-		Short: "Analyze preparation-run traces (Arrow IPC) into plans",
+		Use:    "analyze TRACE...",
+		Hidden: true, // a step of prepare, for the harness and debugging the analysis
+		Short:  "Analyze preparation-run traces (Arrow IPC) into plans",
 		Long: `analyze reads preparation-run traces and writes one plan per trace, next to it
 (TRACE with .plan.json) or to -o when a single trace is given. prepare does this
 for every test; this command reruns the analysis, for example with other
@@ -340,4 +336,26 @@ func Version() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// ablateFlag registers --ablate, the research switch that turns parts of
+// the algorithm off to measure them (abi.Ablations). It is hidden from
+// --help: the evaluation harness uses it, a user has no need to.
+func ablateFlag(cmd *cobra.Command, parts *[]string) {
+	var doc []string
+	for _, s := range abi.Ablations {
+		doc = append(doc, s.Name+" ("+s.Doc+")")
+	}
+	cmd.Flags().StringSliceVar(parts, "ablate", nil, "turn parts of the algorithm off to measure them: "+strings.Join(doc, ", "))
+	_ = cmd.Flags().MarkHidden("ablate")
+}
+
+// ablationFlag parses --ablate's parts. Parts that change only the other
+// phase are accepted (the harness passes one list to both).
+func ablationFlag(parts []string) (abi.Ablation, error) {
+	a, err := abi.ParseAblation(strings.Join(parts, ","))
+	if err != nil {
+		return 0, usageError{fmt.Errorf("--ablate: %w", err)}
+	}
+	return a, nil
 }

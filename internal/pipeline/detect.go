@@ -263,8 +263,8 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		abi.Env(abi.EnvLog, logPath),
 		abi.Env(abi.EnvCrash, crashPath),
 	}
-	if len(o.Ablate) > 0 {
-		env = append(env, abi.Env(abi.EnvAblate, strings.Join(o.Ablate, ",")))
+	if o.Ablate != 0 {
+		env = append(env, abi.Env(abi.EnvAblate, o.Ablate.String()))
 	}
 	runEnv, raw := env, ""
 	if r.record {

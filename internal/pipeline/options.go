@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/plans"
@@ -106,7 +107,7 @@ type DetectOptions struct {
 	Runs    int // detection runs per test (default DefaultRuns)
 	Seed    uint64
 	SeedSet bool
-	Ablate  []string // parts of the algorithm turned off: interference, hb, decay, fixed-delay, parent-child, basic
+	Ablate  abi.Ablation // parts of the algorithm turned off (abi.Ablations)
 	Reports
 }
 

@@ -341,16 +341,12 @@ func (lg *Log) add(line []byte) error {
 // Delay returns the delay with the given id, or nil.
 func (lg *Log) Delay(id uint64) *Delay { return lg.byID[id] }
 
-// Ablated reports whether the run switched part of the algorithm off
-// (WAFL_ABLATE): "interference", "hb" or "decay".
-func (lg *Log) Ablated(part string) bool {
+// Ablated reports whether the run switched part p of the algorithm off
+// (WAFL_ABLATE).
+func (lg *Log) Ablated(p abi.Ablation) bool {
 	if lg.Setup == nil {
 		return false
 	}
-	for _, p := range bytes.Split([]byte(lg.Setup.Ablate), []byte(",")) {
-		if string(p) == part {
-			return true
-		}
-	}
-	return false
+	a, _ := abi.ParseAblation(lg.Setup.Ablate)
+	return a.Has(p)
 }

@@ -249,7 +249,7 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 	o := plans.RunOutcome{Run: res.Run}
 	if lg := res.Log; lg != nil {
 		o.Traps = lg.PlanTraps()
-		o.NoDecay = lg.Ablated("decay")
+		o.NoDecay = lg.Ablated(abi.AblateDecay)
 		o.Delays = make([]plans.RunDelay, len(lg.Delays))
 		for i, d := range lg.Delays {
 			o.Delays[i] = plans.RunDelay{Site: d.Site, Ended: d.Ended,

@@ -372,6 +372,11 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 	var gs []uint64
 	wins.each(func(k ivKey, ivs []interval) {
 		label := sites.index(k.first)
+		if label < 0 {
+			// A pair's ℓ1 that the plan did not keep (a capped or
+			// dropped location) has no interference set to fill.
+			return
+		}
 		ws := perG[k.g]
 		if len(ws) == 0 {
 			gs = append(gs, k.g)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/trace"
+	"github.com/memorder/wafl/plans"
 )
 
 // TestWinTableIsTheUnionPerKey: whatever the order the windows arrive in,
@@ -147,5 +148,24 @@ func TestPass1AllocatesNothingPerBatch(t *testing.T) {
 	}
 	if s.sp.p.instances == 0 || s.log.rows == 0 {
 		t.Fatalf("no instances (%d) or log rows (%d): the test is vacuous", s.sp.p.instances, s.log.rows)
+	}
+}
+
+// TestWindowsOfUnplannedFirstLocation: a pair's ℓ1 that the plan did not
+// keep still has windows in the table; an event inside one of them must
+// not mark an interference entry for a location index of -1 (a real trace
+// of centrifuge's client tests did, and the analysis panicked).
+func TestWindowsOfUnplannedFirstLocation(t *testing.T) {
+	a := &analysis{delta: 100, wins: newWinTable()}
+	a.wins.add(99, 1, interval{0, 50}) // ℓ1 = site 99: not in the plan
+	a.wins.add(5, 1, interval{0, 50})  // ℓ1 = site 5: location 0
+	a.wins.add(99, 2, interval{0, 50}) // a goroutine with only unplanned windows
+	locs := []plans.Location{{Site: 5}, {Site: 7}}
+	w := a.windows(locs)
+	w.event(10, 1, 7) // ℓ* = site 7 inside both of goroutine 1's windows
+	w.event(10, 2, 7)
+	got := w.m.entries()
+	if len(got) != 2 || !slices.Equal(got[0], []int32{1}) || len(got[1]) != 0 {
+		t.Fatalf("interference entries %v, want ℓ1=0 interfered by ℓ*=1 only", got)
 	}
 }

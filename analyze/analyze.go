@@ -151,7 +151,12 @@ func Run(ctx context.Context, open Opener, opts Options) (*plans.Plan, *Stats, e
 }
 
 // run is Run with the knobs of tests.
-func run(ctx context.Context, open Opener, opts Options, tune *tuning) (*plans.Plan, *Stats, error) {
+func run(ctx context.Context, open Opener, opts Options, tune *tuning) (plan *plans.Plan, stats *Stats, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			plan, stats, err = nil, nil, internalError(r)
+		}
+	}()
 	start := time.Now()
 	params, err := opts.params()
 	if err != nil {
@@ -176,7 +181,7 @@ func run(ctx context.Context, open Opener, opts Options, tune *tuning) (*plans.P
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := a.finish(s, params, meta, opts)
+	plan, err = a.finish(s, params, meta, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,6 +380,11 @@ func (a *analysis) scan(pass string, ro *reorder, pre func(*trace.Batch), fn fun
 	var ragged int64 // rows the reordering dropped from ragged batches
 	go func() {
 		defer close(full)
+		defer func() {
+			if r := recover(); r != nil {
+				done <- internalError(r)
+			}
+		}()
 		if ro != nil {
 			done <- produceReordered(src, ro, pre, full, free, stop, &ragged)
 			return

@@ -390,10 +390,12 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 	workers := min(runtime.GOMAXPROCS(0), 2, len(gs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	panics := make([]*InternalError, workers)
+	for k := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer catch(&panics[k])
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(gs) {
@@ -404,6 +406,7 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 		}()
 	}
 	wg.Wait()
+	rethrow(panics)
 	idx := make(map[uint64]*winIndex, len(gs))
 	for i, g := range gs {
 		idx[g] = xs[i]
@@ -483,6 +486,11 @@ func (a *analysis) pass3Log(l *ilog, w *windows) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					errs[k] = internalError(r)
+				}
+			}()
 			mk := ms[k]
 			for _, j := range parts[k] {
 				if a.ctx.Err() != nil {

@@ -1,11 +1,14 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memorder/wafl/abi"
@@ -167,5 +170,26 @@ func TestWindowsOfUnplannedFirstLocation(t *testing.T) {
 	got := w.m.entries()
 	if len(got) != 2 || !slices.Equal(got[0], []int32{1}) || len(got[1]) != 0 {
 		t.Fatalf("interference entries %v, want ℓ1=0 interfered by ℓ*=1 only", got)
+	}
+}
+
+// panicSource is a Source whose reading panics, standing for a bug
+// anywhere in the analysis's goroutines.
+type panicSource struct{ SliceSource }
+
+func (s *panicSource) Next() bool { panic("boom in the reader") }
+
+// TestPanicIsAnInternalError: a panic in the analysis (here in the
+// goroutine that reads the trace) comes back from Run as an
+// *InternalError with its stack, not as a crash of the process.
+func TestPanicIsAnInternalError(t *testing.T) {
+	open := func() (Source, error) { return &panicSource{}, nil }
+	_, _, err := Run(context.Background(), open, Options{})
+	var ie *InternalError
+	if !errors.As(err, &ie) || ie.Value != "boom in the reader" || !bytes.Contains(ie.Stack, []byte("panicSource")) {
+		t.Fatalf("Run = %v, want an *InternalError with the reader's stack", err)
+	}
+	if !strings.Contains(err.Error(), "wafl bug") {
+		t.Errorf("error %q does not say it is a wafl bug", err)
 	}
 }

@@ -1,21 +1,24 @@
-// Package synth generates synthetic preparation-run traces with the shape
-// of real ones, for the analyzer's benchmarks: a root goroutine that
-// forks workers over time, many short-lived objects going through
-// init → uses → dispose in a sliding window, a few slow objects whose
-// lifetime exceeds the near-miss window, goroutines of unknown parent, and
-// hot objects that receive a large share of all uses. The output is a
-// deterministic function of the Config.
-package synth
+package analyze
+
+// The synthetic trace generator of the analyzer's benchmarks
+// (bench_test.go): preparation-run traces with the shape of real ones, a
+// root goroutine that forks workers over time, many short-lived objects
+// going through init → uses → dispose in a sliding window, a few slow
+// objects whose lifetime exceeds the near-miss window, goroutines of
+// unknown parent, and hot objects that receive a large share of all uses.
+// The output is a deterministic function of the synthConfig.
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
+	"testing"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/trace"
 )
 
-// Config sizes a synthetic trace.
-type Config struct {
+// synthConfig sizes a synthetic trace.
+type synthConfig struct {
 	Events    int     // rows to emit, forks included
 	Seed      uint64  // PRNG seed
 	Workers   int     // goroutines the root forks (default 256)
@@ -30,7 +33,7 @@ type Config struct {
 	BatchSize int     // rows per batch (default 64 Ki)
 }
 
-func (c *Config) defaults() {
+func (c *synthConfig) defaults() {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -52,9 +55,9 @@ func (c *Config) defaults() {
 	}
 }
 
-const rootG = 1
+const synthRoot = 1
 
-type slot struct {
+type synthSlot struct {
 	obj   uint64
 	class int
 	owner uint64
@@ -63,9 +66,9 @@ type slot struct {
 	state uint8 // 0: not yet initialized, 1: in use, 2: disposing
 }
 
-// Generate emits the trace in batches; the batch passed to emit is reused
-// after emit returns. It stops at the first error emit returns.
-func Generate(cfg Config, emit func(*trace.Batch) error) error {
+// synthGenerate emits the trace in batches; the batch passed to emit is
+// reused after emit returns. It stops at the first error emit returns.
+func synthGenerate(cfg synthConfig, emit func(*trace.Batch) error) error {
 	cfg.defaults()
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	b := &trace.Batch{}
@@ -87,11 +90,11 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 	// the root initializes early are fork-ordered with their users.
 	rootClock := uint32(1)
 	forked := 0
-	live := []uint64{rootG}
+	live := []uint64{synthRoot}
 	// byRole[r]: live goroutines of role r (the root has every role).
 	byRole := make([][]uint64, cfg.Roles)
 	for r := range byRole {
-		byRole[r] = []uint64{rootG}
+		byRole[r] = []uint64{synthRoot}
 	}
 	orphanBase := uint64(2 + cfg.Workers)
 	for i := 0; i < cfg.Orphans; i++ {
@@ -118,15 +121,15 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 	hot := make([]uint64, cfg.Hot)
 	for i := range hot {
 		hot[i] = newObj()
-		if err := put(rootG, rootClock, hotBase+uint32(i%8), hot[i], abi.OpInit); err != nil {
+		if err := put(synthRoot, rootClock, hotBase+uint32(i%8), hot[i], abi.OpInit); err != nil {
 			return err
 		}
 	}
-	fill := func(s *slot) {
+	fill := func(s *synthSlot) {
 		s.obj = newObj()
 		s.class = r.IntN(cfg.Classes)
 		s.owner = pick(s.class % cfg.Roles)
-		if s.owner == rootG {
+		if s.owner == synthRoot {
 			s.clock = rootClock
 		} else {
 			s.clock = 1
@@ -134,7 +137,7 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 		s.uses = 1 + r.IntN(16)
 		s.state = 0
 	}
-	slots := make([]slot, cfg.Window)
+	slots := make([]synthSlot, cfg.Window)
 	for i := range slots {
 		fill(&slots[i])
 	}
@@ -146,7 +149,7 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 		if forked < cfg.Workers && rows >= (forked+1)*forkEvery {
 			forked++
 			child := uint64(1 + forked)
-			if err := put(rootG, rootClock, 0, child, abi.OpFork); err != nil {
+			if err := put(synthRoot, rootClock, 0, child, abi.OpFork); err != nil {
 				return err
 			}
 			rootClock++
@@ -158,7 +161,7 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 			// The end of the test: the root disposes the hot objects.
 			i := rows - disposeAt
 			if i < cfg.Hot {
-				if err := put(rootG, rootClock, hotBase+16+uint32(i%8), hot[i], abi.OpDispose); err != nil {
+				if err := put(synthRoot, rootClock, hotBase+16+uint32(i%8), hot[i], abi.OpDispose); err != nil {
 					return err
 				}
 				continue
@@ -168,7 +171,7 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 			h := r.IntN(cfg.Hot)
 			g := live[r.IntN(len(live))]
 			c := uint32(1)
-			if g == rootG {
+			if g == synthRoot {
 				c = rootClock
 			}
 			if err := put(g, c, hotBase+8+uint32(h%8), hot[h], abi.OpUse); err != nil {
@@ -194,7 +197,7 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 				g = pick((s.class*7 + 3) % cfg.Roles)
 			}
 			c := uint32(1)
-			if g == rootG {
+			if g == synthRoot {
 				c = rootClock
 			}
 			site := use1
@@ -208,7 +211,7 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 		case 2:
 			if s.class%3 != 0 { // a third of the classes are never disposed
 				c := s.clock
-				if s.owner == rootG {
+				if s.owner == synthRoot {
 					c = rootClock
 				}
 				err = put(s.owner, c, disp, s.obj, abi.OpDispose)
@@ -223,4 +226,48 @@ func Generate(cfg Config, emit func(*trace.Batch) error) error {
 		return emit(b)
 	}
 	return nil
+}
+
+func synthDigest(t *testing.T, cfg synthConfig) (rows int, forks int, sum uint64) {
+	t.Helper()
+	h := fnv.New64a()
+	var buf [8]byte
+	err := synthGenerate(cfg, func(b *trace.Batch) error {
+		for i := range b.Time {
+			rows++
+			if abi.Op(b.Op[i]) == abi.OpFork {
+				forks++
+			}
+			for _, v := range []uint64{uint64(b.Time[i]), b.G[i], uint64(b.Clock[i]), uint64(b.Site[i]), b.Obj[i], uint64(b.Op[i])} {
+				for k := range buf {
+					buf[k] = byte(v >> (8 * k))
+				}
+				h.Write(buf[:])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, forks, h.Sum64()
+}
+
+func TestSynthGenerateIsDeterministicAndSized(t *testing.T) {
+	cfg := synthConfig{Events: 100_000, Seed: 7, Workers: 16, BatchSize: 1000}
+	r1, f1, s1 := synthDigest(t, cfg)
+	r2, _, s2 := synthDigest(t, cfg)
+	if r1 != cfg.Events || r2 != cfg.Events {
+		t.Fatalf("rows %d, %d, want %d", r1, r2, cfg.Events)
+	}
+	if f1 != cfg.Workers {
+		t.Fatalf("forks %d, want %d", f1, cfg.Workers)
+	}
+	if s1 != s2 {
+		t.Fatal("same config, different traces")
+	}
+	cfg.Seed = 8
+	if _, _, s3 := synthDigest(t, cfg); s3 == s1 {
+		t.Fatal("different seeds, same trace")
+	}
 }

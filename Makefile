@@ -19,30 +19,33 @@ build:
 # The test command CI runs (.ci/run): vet, then every test under the race
 # detector, including the end-to-end corpus subset and the instrumentation
 # corpus (real modules through the Go module proxy; skipped when it is not
-# reachable). About a minute on 2 cores with warm caches.
+# reachable); then the same in bench/, the evaluation harness's own module.
+# About a minute on 2 cores with warm caches.
 test:
-	$(GO) vet ./...
-	$(GO) test -race -timeout 20m ./...
+	$(GO) vet ./... && $(GO) test -race -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -race -timeout 20m ./...
 
 # Quick inner loop: skips the slow corpus tests.
 test-short:
 	$(GO) test -race -short ./...
+	cd bench && $(GO) test -race -short ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./hook/... ./lcc/... ./record/... ./inject/... ./instrument/...
 
 # wafl next to go test and go test -race on x/sync, conc, zap and ants:
-# writes docs/benchmarks-overhead.md (scripts/overhead.sh; ROUNDS=3).
+# writes docs/benchmarks-overhead.md (bench/scripts/overhead.sh; ROUNDS=3).
 overhead:
-	scripts/overhead.sh
+	bench/scripts/overhead.sh
 
 # The instrumented build next to go test -c from a cold build cache, on
-# x/sync and zap: a markdown table on stdout (scripts/coldbuild.sh).
+# x/sync and zap: a markdown table on stdout (bench/scripts/coldbuild.sh).
 coldbuild:
-	scripts/coldbuild.sh
+	bench/scripts/coldbuild.sh
 
 lint:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Prepare and detect on the bundled example bugs and show the reports.
@@ -55,35 +58,39 @@ demo: build
 # Reproduce one corpus bug: make repro BUG=<name>
 repro: build
 	@test -n "$(BUG)" || { echo "usage: make repro BUG=<name> (see examples/)"; exit 2; }
-	WAFL=$(WAFL) ./scripts/repro.sh $(BUG)
+	WAFL=$(WAFL) bench/scripts/repro.sh $(BUG)
 
+# Every corpus bug found and no fixed twin reported (bench/scripts/corpus.sh).
 corpus: build
-	WAFL=$(WAFL) ./scripts/corpus.sh
+	WAFL=$(WAFL) bench/scripts/corpus.sh
 
+# The corpus evaluation: writes docs/evaluation.md (bench/scripts/eval.sh).
 eval: build
-	WAFL=$(WAFL) ./scripts/eval.sh
+	WAFL=$(WAFL) bench/scripts/eval.sh
 
 clean:
 	rm -rf $(BIN) $(EXAMPLES)/.wafl
 
-# Field benchmark (issue 13): real bugs in real module versions fetched
-# through the Go module proxy (scripts/field/*.field). Not part of `make test`.
+# Field benchmark: real bugs in real module versions fetched through the Go
+# module proxy (bench/scripts/field/*.field). Not part of `make test`.
 # make field            every bug (about 30-40 min on 2 cores)
 # make field BUG=name   one bug; FIELDFLAGS="-tries 5 -runs 5 -plain 30" to change the effort
+# (paths in FIELDFLAGS are relative to bench/)
 FIELDFLAGS ?=
 field: build
-	$(GO) run ./internal/fieldbench/cmd/fieldbench -wafl $(WAFL) $(FIELDFLAGS) $(BUG)
+	cd bench && $(GO) run ./fieldbench/cmd/fieldbench -wafl $(WAFL) $(FIELDFLAGS) $(BUG)
 
-# Field runs (issue 11): wafl prepare + detect on pinned real modules
-# (scripts/fieldruns/modules.tsv), tabulated in docs/field-runs.md with the
-# stored results of other labels (scripts/fieldruns/results.json).
+# Field runs: wafl prepare + detect on pinned real modules
+# (bench/scripts/fieldruns/modules.tsv), tabulated in docs/field-runs.md with
+# the stored results of other labels (bench/scripts/fieldruns/results.json).
 # make field-runs                      rerun the "after" column with bin/wafl
 # make field-runs BEFORE=/tmp/wafl-before@8843844   rerun both columns
 # make field-runs MOD="xsync zap"      only these modules
 # FIELDRUNSFLAGS="-baseline-only"      only prepare vs plain go test (x/sync, zap)
+# (paths in FIELDRUNSFLAGS are relative to bench/)
 BEFORE ?=
 AFTER  ?= $(WAFL)
 MOD    ?=
 FIELDRUNSFLAGS ?=
 field-runs: build
-	$(GO) run ./internal/fieldruns/cmd/fieldruns $(if $(BEFORE),-bin before=$(BEFORE)) -bin after=$(AFTER) $(FIELDRUNSFLAGS) $(MOD)
+	cd bench && $(GO) run ./fieldruns/cmd/fieldruns $(if $(BEFORE),-bin before=$(abspath $(BEFORE))) -bin after=$(abspath $(AFTER)) $(FIELDRUNSFLAGS) $(MOD)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorder/wafl/analyze/internal/synth"
 	"github.com/memorder/wafl/internal/trace"
 )
 
@@ -27,14 +26,14 @@ type synthSource struct {
 	once sync.Once
 }
 
-func synthOpener(cfg synth.Config) Opener {
+func synthOpener(cfg synthConfig) Opener {
 	return func() (Source, error) {
 		s := &synthSource{ch: make(chan *trace.Batch), back: make(chan *trace.Batch, 2), done: make(chan struct{})}
 		s.back <- &trace.Batch{}
 		s.back <- &trace.Batch{}
 		go func() {
 			defer close(s.ch)
-			synth.Generate(cfg, func(b *trace.Batch) error {
+			synthGenerate(cfg, func(b *trace.Batch) error {
 				var out *trace.Batch
 				select {
 				case out = <-s.back:
@@ -130,22 +129,22 @@ func benchAnalyze(b *testing.B, open Opener, events int, tune tuning) {
 // BenchmarkAnalyzeSynthetic analyzes a generated 5M-event trace without a
 // file; generation runs concurrently on a second core.
 func BenchmarkAnalyzeSynthetic(b *testing.B) {
-	cfg := synth.Config{Events: 5_000_000, Seed: 1}
+	cfg := synthConfig{Events: 5_000_000, Seed: 1}
 	benchAnalyze(b, synthOpener(cfg), cfg.Events, tuning{})
 }
 
 // BenchmarkAnalyzeMemory analyzes a pre-generated 5M-event trace held in
 // memory: the analyzer's own cost, without generation or decoding.
 func BenchmarkAnalyzeMemory(b *testing.B) {
-	cfg := synth.Config{Events: 5_000_000, Seed: 1}
+	cfg := synthConfig{Events: 5_000_000, Seed: 1}
 	benchAnalyze(b, synthSlice(cfg.Events).Opener(), cfg.Events, tuning{})
 }
 
 // synthSlice holds a synthetic trace of n rows (seed 1) in memory.
 func synthSlice(n int) *SliceSource {
-	cfg := synth.Config{Events: n, Seed: 1}
+	cfg := synthConfig{Events: n, Seed: 1}
 	src := &SliceSource{M: Meta{Package: "synthetic", Test: "TestSynthetic"}}
-	synth.Generate(cfg, func(sb *trace.Batch) error {
+	synthGenerate(cfg, func(sb *trace.Batch) error {
 		var c trace.Batch
 		c.CopyFrom(sb)
 		src.Batches = append(src.Batches, c)
@@ -158,7 +157,7 @@ func synthSlice(n int) *SliceSource {
 // writing it on first use. It is kept in the temporary directory across
 // runs (name keyed by the configuration) because writing 50M rows takes a
 // while; delete it to regenerate.
-func benchTrace(b *testing.B, cfg synth.Config) string {
+func benchTrace(b *testing.B, cfg synthConfig) string {
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("wafl-analyze-bench-%d-%d-v1.arrows", cfg.Events, cfg.Seed))
 	if _, err := os.Stat(path); err == nil {
 		return path
@@ -169,7 +168,7 @@ func benchTrace(b *testing.B, cfg synth.Config) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	err = synth.Generate(cfg, func(sb *trace.Batch) error {
+	err = synthGenerate(cfg, func(sb *trace.Batch) error {
 		return w.Write(sb)
 	})
 	if cerr := w.Close(); err == nil {
@@ -189,7 +188,7 @@ func benchTrace(b *testing.B, cfg synth.Config) string {
 // BenchmarkAnalyzeFile50M analyzes a 50M-event synthetic Arrow trace
 // through record/trace: the number docs/benchmarks-analyze.md reports.
 func BenchmarkAnalyzeFile50M(b *testing.B) {
-	cfg := synth.Config{Events: 50_000_000, Seed: 1}
+	cfg := synthConfig{Events: 50_000_000, Seed: 1}
 	path := benchTrace(b, cfg)
 	open := func() (Source, error) {
 		r, err := trace.Open(path)
@@ -206,7 +205,7 @@ func BenchmarkAnalyzeFile50M(b *testing.B) {
 // order per object (the streaming pass detects that early and falls back
 // to this), e.g. one converted from the recorder's per-shard buffers.
 func BenchmarkAnalyzeFile50MExact(b *testing.B) {
-	cfg := synth.Config{Events: 50_000_000, Seed: 1}
+	cfg := synthConfig{Events: 50_000_000, Seed: 1}
 	path := benchTrace(b, cfg)
 	open := func() (Source, error) {
 		r, err := trace.Open(path)
@@ -221,7 +220,7 @@ func BenchmarkAnalyzeFile50MExact(b *testing.B) {
 // BenchmarkReadFile50M is the floor under BenchmarkAnalyzeFile50M: one
 // pass over the same file through record/trace, touching every column.
 func BenchmarkReadFile50M(b *testing.B) {
-	cfg := synth.Config{Events: 50_000_000, Seed: 1}
+	cfg := synthConfig{Events: 50_000_000, Seed: 1}
 	path := benchTrace(b, cfg)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -1,0 +1,252 @@
+package fieldruns
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memorder/wafl/internal/pipeline"
+	"github.com/memorder/wafl/internal/report"
+	"github.com/memorder/wafl/plans"
+)
+
+// TestParseSummary parses what pipeline.Summary.Print writes, so a change
+// of wafl's summary wording breaks this test rather than the table.
+func TestParseSummary(t *testing.T) {
+	s := &pipeline.Summary{Packages: 4, PackagesBuilt: 3, Tests: 29, Prepared: 27, WithCandidates: 5,
+		Runs: 12, Delays: 40, Bugs: []*report.Bug{{}, {}},
+		Problems: []pipeline.Problem{
+			{Package: "ex.com/m/b", Phase: "build", Reason: "building instrumented test binary: boom"},
+			{Package: "ex.com/m", Test: "TestA", Phase: "detect", Reason: "failed under delays:\nrun 1: panic: x\nrun 2: panic: y"},
+			{Package: "ex.com/m", Test: "TestB", Phase: "prepare", Reason: "test failed without delays"},
+		}}
+	var buf bytes.Buffer
+	s.Print(&buf, true)
+	buf.WriteString("seed:     1 (repeat with --seed 1)\n2 bugs found\n")
+	got := ParseSummary("wafl: some progress\n" + buf.String())
+	want := Summary{Found: true, Packages: 4, Built: 3, TestsRun: 29, Prepared: 27, WithCandidates: 5, Runs: 12, Delays: 40, Bugs: 2}
+	probs := got.Problems
+	got.Problems = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseSummary = %+v, want %+v\ninput:\n%s", got, want, buf.String())
+	}
+	if len(probs) != 3 {
+		t.Fatalf("problems = %q, want 3", probs)
+	}
+	phases := map[string]int{}
+	for _, p := range probs {
+		phases[ProblemPhase(p)]++
+	}
+	if phases["build"] != 1 || phases["detect"] != 1 || phases["prepare"] != 1 {
+		t.Errorf("phases %v of %q", phases, probs)
+	}
+	for _, p := range probs {
+		if ProblemPhase(p) == "detect" && !strings.Contains(p, "run 2: panic: y") {
+			t.Errorf("continuation lines lost: %q", p)
+		}
+	}
+	// The wording of wafl at 8843844 (the stored "before" column).
+	old := ParseSummary("packages: 2 matched, 2 built\ntests:    58 run, 58 prepared, 14 with delay candidates\n" +
+		"detect:   35 runs, 390 delays injected, 0 bugs found\n")
+	if old.TestsRun != 58 || old.Prepared != 58 || old.WithCandidates != 14 || old.Runs != 35 || old.Delays != 390 {
+		t.Errorf("old wording: %+v", old)
+	}
+	if ParseSummary("no summary here").Found {
+		t.Error("Found without a packages line")
+	}
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectWork(t *testing.T) {
+	dir := t.TempDir()
+	// Two packages built together share one site table; a third was built
+	// alone. Sites are counted once.
+	shared := map[string]any{"version": 1, "sites": []map[string]any{
+		{"id": 1, "kind": "store", "file": "/m/a.go", "line": 3, "col": 2, "expr": "s.p"},
+		{"id": 2, "kind": "use", "file": "/m/a.go", "line": 9, "col": 2, "expr": "s.p"},
+	}}
+	writeJSON(t, filepath.Join(dir, "bin/ex.com/m.sites.json"), shared)
+	writeJSON(t, filepath.Join(dir, "bin/ex.com/m/sub.sites.json"), shared)
+	writeJSON(t, filepath.Join(dir, "bin/ex.com/other.sites.json"), map[string]any{"version": 1, "sites": []map[string]any{
+		{"id": 1, "kind": "close", "file": "/m/o.go", "line": 1, "col": 1, "expr": "ch"},
+	}})
+
+	p := &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(),
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestA", Events: 1500, Sites: "/elsewhere/bin/ex.com/m.sites.json"},
+		Locations: []plans.Location{{Site: 1, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
+			{Kind: plans.UseBeforeInit, First: 1, Second: 2, Count: 1},
+		}}},
+		Runs: []plans.Run{{N: 1, Delays: 3, Outcome: "pass"}, {N: 2, Delays: 1, Outcome: "fail"}},
+	}
+	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestA.json"), p)
+	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestB.json"), &plans.Plan{Version: plans.Version,
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestB", Events: 20}})
+	bug := &report.Bug{Kind: plans.UseBeforeInit, Panic: "runtime error: invalid memory address or nil pointer dereference",
+		Package: "ex.com/m", Test: "TestA",
+		Delayed: report.Location{Site: 1, File: "/m/a.go", Line: 3, Op: "store", Expr: "s.p", Func: "(*S).Start"},
+		Failing: report.Location{Site: 2, File: "/m/a.go", Line: 9, Op: "use", Expr: "s.p", Func: "(*S).loop"}}
+	var rep bytes.Buffer
+	if err := report.WriteJSON(&rep, []*report.Bug{bug}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "reports/ex.com/m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reports/ex.com/m/TestA.json"), rep.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	st, bugs, err := CollectWork(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sites != 3 || st.SitesByKind["store"] != 1 || st.SitesByKind["close"] != 1 {
+		t.Errorf("sites = %d %v, want 3 (store, use, close)", st.Sites, st.SitesByKind)
+	}
+	if st.Plans != 2 || st.Candidates != 1 || st.Locations != 1 || st.Pairs != 1 {
+		t.Errorf("plans %d candidates %d locations %d pairs %d, want 2 1 1 1", st.Plans, st.Candidates, st.Locations, st.Pairs)
+	}
+	if st.Events != 1520 || st.MaxEvents != 1500 || st.MaxEventsTest != "ex.com/m.TestA" {
+		t.Errorf("events %d max %d %s", st.Events, st.MaxEvents, st.MaxEventsTest)
+	}
+	if len(st.PairList) != 1 || st.PairList[0].Pair != "use-before-init: store s.p a.go:3 → use s.p a.go:9" || st.PairList[0].Tests != 1 {
+		t.Errorf("pairs = %+v", st.PairList)
+	}
+	// Later site tables use stable hashed ids, not 1..n: sites are found by
+	// their id field.
+	hashed := []siteJSON{{ID: 737913968, Kind: "init", File: "/m/s.go", Line: 94, Expr: "g.m"}, {ID: 42, Kind: "use", File: "/m/s.go", Line: 110, Expr: "g.m"}}
+	if got := describe(hashed, 42); got != "use g.m s.go:110" {
+		t.Errorf("describe(hashed id) = %q", got)
+	}
+	if got := describe(hashed, 7); got != "site 7" {
+		t.Errorf("describe(unknown id) = %q", got)
+	}
+	if st.Runs != 2 || st.Delays != 4 || st.RunOutcomes["fail"] != 1 {
+		t.Errorf("runs %d delays %d outcomes %v, want 2 4 fail 1", st.Runs, st.Delays, st.RunOutcomes)
+	}
+	if st.Reports != 1 || len(bugs) != 1 {
+		t.Fatalf("reports %d bugs %v", st.Reports, bugs)
+	}
+	b := bugs[0]
+	if b.Kind != "use-before-init" || b.Delayed != "a.go:3 s.p (store) in (*S).Start" || b.Failing != "a.go:9 s.p (use) in (*S).loop" ||
+		b.File != filepath.Join("reports", "ex.com", "m", "TestA.json") {
+		t.Errorf("bug = %+v", b)
+	}
+
+	// A corrupt plan is an error naming the file, not a silent zero.
+	if err := os.WriteFile(filepath.Join(dir, "plans/ex.com/m/TestC.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := CollectWork(dir); err == nil || !strings.Contains(err.Error(), "TestC.json") {
+		t.Errorf("corrupt plan: err = %v", err)
+	}
+	// An empty work directory (prepare failed early) is all zeros.
+	st, bugs, err = CollectWork(t.TempDir())
+	if err != nil || st.Sites != 0 || st.Plans != 0 || bugs != nil {
+		t.Errorf("empty work dir: %+v %v %v", st, bugs, err)
+	}
+}
+
+func TestLoadModules(t *testing.T) {
+	mods, err := LoadModules("../scripts/fieldruns/modules.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := []string{"golang.org/x/sync", "github.com/sourcegraph/conc", "go.uber.org/zap", "github.com/panjf2000/ants/v2",
+		"github.com/allegro/bigcache/v3", "github.com/jackc/puddle/v2", "ristretto", "github.com/Workiva/go-datastructures",
+		"github.com/gammazero/workerpool", "github.com/alitto/pond"}
+	for _, n := range need {
+		found := false
+		for _, m := range mods {
+			if strings.Contains(m.Path, n) && strings.HasPrefix(m.Version, "v") && len(m.Patterns) > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("modules.tsv has no pinned %s", n)
+		}
+	}
+	for _, m := range mods {
+		if m.Skip != "" && m.Note == "" {
+			t.Errorf("%s skips %q without saying why", m.Name, m.Skip)
+		}
+	}
+	if _, err := LoadModules("../scripts/fieldruns/modules.tsv", "nosuch"); err == nil {
+		t.Error("unknown module name accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "m.tsv")
+	os.WriteFile(bad, []byte("x\tex.com/x\tlatest\n"), 0o644)
+	if _, err := LoadModules(bad); err == nil || !strings.Contains(err.Error(), "m.tsv:1") {
+		t.Errorf("unpinned version: err = %v", err)
+	}
+	os.WriteFile(bad, []byte("x\tex.com/x\tv1.0.0\t-\t^(TestA$\twhy\n"), 0o644)
+	if _, err := LoadModules(bad); err == nil || !strings.Contains(err.Error(), "m.tsv:1: skip") {
+		t.Errorf("bad skip regexp: err = %v", err)
+	}
+	os.WriteFile(bad, []byte("x\tex.com/x\tv1.0.0\t./a/...\t^TestSlow$\tslow\n"), 0o644)
+	ms, err := LoadModules(bad)
+	if err != nil || len(ms) != 1 || strings.Join(ms[0].TestFlags(), " ") != "--skip ^TestSlow$" ||
+		strings.Join(ms[0].GoTestFlags(), " ") != "-skip ^TestSlow$" || ms[0].Note != "slow" || ms[0].Patterns[0] != "./a/..." {
+		t.Errorf("skip column: %+v %v", ms, err)
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	mods := []Module{{Name: "a", Path: "ex.com/a", Version: "v1.0.0"}, {Name: "b", Path: "ex.com/b", Version: "v2.0.0"}}
+	s := &Store{Labels: map[string]*LabelRun{}, Baselines: map[string]*Baseline{}}
+	for i, name := range []string{"before", "after"} {
+		s.AddLabel(&LabelRun{Label: Label{Name: name, Commit: "c" + name}, Date: time.Unix(0, 0), Results: map[string]*Result{
+			"a": {Module: "ex.com/a", Version: "v1.0.0", Status: "ok", Built: 2, Packages: 2, TestsRun: 7,
+				Stats:    Stats{Sites: 10 * (i + 1), Plans: 7, Candidates: i + 1},
+				Problems: []string{"ex.com/a.TestX (detect): failed under delays (output in /tmp/w/x.log)"},
+				Bugs:     []BugRef{{Kind: "use-after-dispose", Package: "ex.com/a", Test: "TestY"}}},
+		}})
+	}
+	s.AddLabel(s.Labels["before"]) // re-adding keeps the order
+	s.Baselines["a"] = &Baseline{Module: "ex.com/a", Version: "v1.0.0",
+		GoTest:  []Timing{{Wall: 2, CPU: 1}, {Wall: 4, CPU: 1}, {Wall: 3, CPU: 1}},
+		Prepare: map[string][]Timing{"before": {{Wall: 6, CPU: 3}}, "after": {{Wall: 9, CPU: 3}}}}
+	md := Markdown(mods, s, "# title", "## Notes\n\nhand-written")
+	for _, want := range []string{
+		"Each cell is before / after.",
+		"| ex.com/a v1.0.0 | 2 of 2 / 2 of 2 | 7 / 7 | 10 / 20 |",
+		"| ex.com/b v2.0.0 | – / – |",
+		"BUG REPORT use-after-dispose in ex.com/a.TestY",
+		"6.00 (2.00×)", "9.00 (3.00×)",
+		"hand-written",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "/tmp/w/x.log") {
+		t.Error("log paths of the work directory leak into the document")
+	}
+	if !strings.Contains(md, "| ex.com/a | 3 | – | 3.00× | 3.00× | 4.50× | 3.00× | +50.0 % | +0.0 % |") {
+		t.Errorf("paired table missing:\n%s", md)
+	}
+	if PairedMedian([]float64{2, 6, 3}, []float64{1, 2, 0}) != 2.5 || PairedMedian(nil, []float64{1}) != 0 {
+		t.Error("PairedMedian")
+	}
+	if Median([]float64{5, 1, 3}) != 3 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 {
+		t.Error("Median")
+	}
+}

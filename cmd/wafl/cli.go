@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/pipeline"
+	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -104,6 +106,29 @@ and reports the panics they cause.`,
 	return root
 }
 
+// checkTests refuses test options that cannot work, rather than letting
+// them fall back to a default unseen.
+func checkTests(t *pipeline.Tests) error {
+	if t.Timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout %v: must be positive (wafl needs a limit to stop a hung test run)", t.Timeout)}
+	}
+	if t.Parallel < 1 {
+		return usageError{fmt.Errorf("--parallel %d: must be at least 1", t.Parallel)}
+	}
+	for _, f := range []struct{ name, pattern string }{{"--run", t.Run}, {"--skip", t.Skip}} {
+		// As the testing package does: one regular expression per level
+		// of subtests, split at slashes outside brackets and parentheses.
+		for rest := f.pattern; rest != ""; {
+			var elem string
+			elem, rest = testrun.SplitPattern(rest)
+			if _, err := regexp.Compile(elem); err != nil {
+				return usageError{fmt.Errorf("%s %q: %w", f.name, f.pattern, err)}
+			}
+		}
+	}
+	return nil
+}
+
 // testFlags registers the go test knobs that pass through to test runs.
 func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f := cmd.Flags()
@@ -172,6 +197,9 @@ not modified.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
+			if err := checkTests(&o.Tests); err != nil {
+				return err
+			}
 			a, err := ablationFlag(ablate)
 			if err != nil {
 				return err
@@ -215,6 +243,9 @@ one), 2 error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
 			o.Patterns = packagesArgs(args)
+			if err := checkTests(&o.Tests); err != nil {
+				return err
+			}
 			o.SeedSet = cmd.Flags().Changed("seed")
 			a, err := ablationFlag(ablate)
 			if err != nil {

@@ -43,3 +43,10 @@ const (
 
 // Env returns "NAME=value", for building a child's environment.
 func Env(name, value string) string { return name + "=" + value }
+
+// MaxSeed is the largest seed wafl uses or accepts (EnvSeed, --seed): 2^53
+// − 1, the largest integer a float64 holds exactly, so that the seeds in
+// plans, run logs and JSON reports survive readers that parse numbers as
+// float64 (JavaScript's). Drawn seeds stay below 2^52, leaving room for
+// the run number added to them.
+const MaxSeed = 1<<53 - 1

@@ -51,12 +51,12 @@ func configFromEnv() (config, error) {
 	c.plan = p
 	if s := os.Getenv(abi.EnvSeed); s != "" {
 		c.seed, err = strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("%s=%q: not a decimal unsigned 64-bit number", abi.EnvSeed, s)
+		if err != nil || c.seed > abi.MaxSeed {
+			return c, fmt.Errorf("%s=%q: not a decimal number from 0 to 2^53-1", abi.EnvSeed, s)
 		}
 		c.seedSet = true
 	} else {
-		c.seed = mix64(uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<32)
+		c.seed = mix64(uint64(time.Now().UnixNano())^uint64(os.Getpid())<<32) >> 12 // below 2^52 (abi.MaxSeed)
 	}
 	if s := os.Getenv(abi.EnvRun); s != "" {
 		c.run, err = strconv.Atoi(s)

@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// The global flags and the streams; every command copies them into its
 	// own options once the flags are parsed.
-	common := &pipeline.Common{Stdout: stdout, Stderr: stderr, Self: selfName()}
+	common := &pipeline.Common{Stdout: stdout, Stderr: stderr, Self: selfName(), Version: Version()}
 	root := &cobra.Command{
 		Use:   "wafl",
 		Short: "Find MEMORDER concurrency bugs in Go tests by active delay injection",

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,6 +53,42 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// exactseeds FILE: every "seed" in the JSON of FILE is a number
+			// a float64 holds exactly (at most 2^53-1), and there is one.
+			"exactseeds": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 || neg {
+					ts.Fatalf("usage: exactseeds FILE")
+				}
+				dec := json.NewDecoder(strings.NewReader(ts.ReadFile(args[0])))
+				dec.UseNumber()
+				var v any
+				ts.Check(dec.Decode(&v))
+				n := 0
+				var walk func(any)
+				walk = func(v any) {
+					switch v := v.(type) {
+					case map[string]any:
+						for k, x := range v {
+							if num, ok := x.(json.Number); ok && k == "seed" {
+								u, err := strconv.ParseUint(num.String(), 10, 64)
+								if err != nil || u > 1<<53-1 {
+									ts.Fatalf("seed %s is not exact in a float64", num)
+								}
+								n++
+							}
+							walk(x)
+						}
+					case []any:
+						for _, x := range v {
+							walk(x)
+						}
+					}
+				}
+				walk(v)
+				if n == 0 {
+					ts.Fatalf("%s has no seed", args[0])
+				}
+			},
 			// validjson FILE: FILE holds one valid JSON value.
 			"validjson": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 {

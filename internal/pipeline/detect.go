@@ -35,7 +35,10 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		if _, err := crand.Read(b[:]); err != nil {
 			return nil, err
 		}
-		o.Seed = binary.LittleEndian.Uint64(b[:]) >> 1 // keep it positive when printed as int64
+		o.Seed = binary.LittleEndian.Uint64(b[:]) >> 12 // below 2^52 (abi.MaxSeed)
+	}
+	if o.Seed > abi.MaxSeed-uint64(o.Runs) {
+		return nil, fmt.Errorf("--seed %d: too large; seeds go up to %d (2^53-1) less the number of runs", o.Seed, uint64(abi.MaxSeed))
 	}
 	var tabs siteTables
 	s, err := workflow{
@@ -388,7 +391,7 @@ func printReports(c *Common, r Reports, root string, bugs []*report.Bug) error {
 	}
 	if r.SARIF != "" {
 		var buf bytes.Buffer
-		if err := report.WriteSARIF(&buf, bugs, report.SARIFOptions{ToolVersion: "wafl", Root: root}); err != nil {
+		if err := report.WriteSARIF(&buf, bugs, report.SARIFOptions{ToolVersion: c.Version, Root: root}); err != nil {
 			return err
 		}
 		if err := os.WriteFile(r.SARIF, buf.Bytes(), 0o644); err != nil {

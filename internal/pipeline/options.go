@@ -26,6 +26,8 @@ type Common struct {
 	// Self is how reproduce lines name wafl (default "wafl"): the CLI sets
 	// the path it was started by when that was not a bare name.
 	Self string
+	// Version is wafl's version, for reports that name the tool (SARIF).
+	Version string
 
 	Stdout, Stderr io.Writer // default: discard
 }

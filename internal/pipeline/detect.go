@@ -360,6 +360,9 @@ func emitReports(c *Common, r Reports, ws *workdir.Dir, bugs []*report.Bug) erro
 		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 			return err
 		}
+		for _, b := range byTest[k] {
+			b.Reproduce.Report = ws.Rel(base + ".json")
+		}
 		var js, txt bytes.Buffer
 		if err := report.WriteJSON(&js, byTest[k]); err != nil {
 			return err

@@ -117,6 +117,9 @@ type Reproduce struct {
 	Plan       string `json:"plan,omitempty"`
 	Sites      string `json:"sites,omitempty"`
 	BinaryHash string `json:"binary_hash,omitempty"`
+	// Report is the JSON report file the bug was saved in (relative to
+	// where wafl ran), which 'wafl reproduce' takes.
+	Report string `json:"report,omitempty"`
 }
 
 // Shell returns Env and Command as one shell command line.
@@ -336,9 +339,12 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 				}
 			}
 		}
-		ew.printf("  reproduce: %s\n", b.Reproduce.Wafl)
-		if len(b.Reproduce.Command) > 0 && b.Reproduce.Command[0] != "" {
-			ew.printf("             %s\n", b.Reproduce.Shell())
+		// The raw command (test binary, WAFL_* environment) is in the
+		// JSON report; the text names the short way.
+		if b.Reproduce.Report != "" {
+			ew.printf("  reproduce: wafl reproduce %s\n", b.Reproduce.Report)
+		} else {
+			ew.printf("  reproduce: %s\n", b.Reproduce.Wafl)
 		}
 		ew.printf("\n")
 		for _, line := range stackLines(b, allStacks) {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -173,6 +174,12 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 			return nil, nil, ferr
 		}
 	}
+	// Bugs found on the previous build stay known until the delays that
+	// exposed them pass on this one (recheckBugs).
+	var stale []*report.Bug
+	if err == nil && plan.Provenance.BinaryHash != j.pkg.hash && plan.Provenance.Basic == o.Basic {
+		stale = knownBugs(s.ws, plan, pkg, test)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		s.prog.Printf("%s.%s has no plan yet: preparing it first\n", pkg, test)
@@ -209,7 +216,61 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 	if plan, err = plans.Load(planPath); err != nil {
 		return nil, nil, &testError{note: "not prepared: " + note, err: err}
 	}
-	return plan, nil, nil
+	known, err := recheckBugs(ctx, s, o, j, plan, stale)
+	return plan, known, err
+}
+
+// recheckBugs replays, on the test's new build, each bug that detection
+// found on the previous one: the run that exposed it, with its plan copy
+// mapped onto the new sites, its seed and run number (as 'wafl
+// reproduce' does). A bug that shows again stays known, reported with
+// this build's report and recorded in the new plan; one whose replay
+// passes is forgotten, and the progress output says so. A fix therefore
+// turns a detect green only once the delays that exposed the bug pass.
+func recheckBugs(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, bugs []*report.Bug) ([]*report.Bug, error) {
+	if len(bugs) == 0 {
+		return nil, nil
+	}
+	pkg, test := j.pkg.ImportPath, j.test
+	ro := &ReproduceOptions{Common: o.Common, Runs: 1, Timeout: o.Timeout, Instrument: o.Instrument}
+	ro.Stderr = io.Discard
+	var known []*report.Bug
+	for _, b := range bugs {
+		what := fmt.Sprintf("bug %s in %s.%s (found in run %d, seed %d)", b.Kind, pkg, test, b.Run, b.Seed)
+		if b.Reproduce.Plan == "" {
+			s.prog.Printf("%s has no plan copy to replay (a report of an older wafl): forgotten\n", what)
+			continue
+		}
+		rp, err := newReplay(ro, j.pkg, b)
+		if err != nil {
+			return nil, fmt.Errorf("replaying %s on the changed build: %w", what, err)
+		}
+		base := s.ws.LogPath(pkg, test, fmt.Sprintf("recheck-run%d", b.Run))
+		rr, same, err := rp.run(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("replaying %s on the changed build: %w", what, err)
+		}
+		if !same {
+			s.prog.Printf("%s: the delays that exposed it, replayed on the changed build, showed %s: forgotten\n", what, rp.verdict(rr, false))
+			continue
+		}
+		if err := saveBundle(s.ws, o.Self, j, base+".plan.json", rp.plan, rp.tab, rr.Bug); err != nil {
+			return nil, err
+		}
+		if pb := rr.PlanOutcome().Bug; pb != nil {
+			plan.AddBug(*pb)
+		}
+		rr.Bug.Runs = b.Runs
+		known = append(known, rr.Bug)
+		s.prog.Printf("known %s still shows on the changed build (the delays that exposed it, replayed)\n", what)
+	}
+	if len(known) > 0 {
+		if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
+			return nil, err
+		}
+		s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, known...) })
+	}
+	return known, nil
 }
 
 // notPrepared is err, which stopped the preparation detect needed, as
@@ -321,7 +382,11 @@ func reportBase(ws *workdir.Dir, pkg, test string) string {
 }
 
 // knownBugs returns the bugs of the test's report file that the plan
-// records as found.
+// records as found. A plan's bug and its report are the same bug when they
+// come from the same run (run number and seed) with the same kind and
+// delayed location: the site that failed is not compared, since the plan
+// keys a bug by its pair (a reordered use-before-init's ℓ2, the check of a
+// check-then-act) while the report names the frame that panicked.
 func knownBugs(ws *workdir.Dir, plan *plans.Plan, pkg, test string) []*report.Bug {
 	if len(plan.Bugs) == 0 {
 		return nil
@@ -333,7 +398,7 @@ func knownBugs(ws *workdir.Dir, plan *plans.Plan, pkg, test string) []*report.Bu
 	var bugs []*report.Bug
 	for _, b := range r.Bugs {
 		for _, pb := range plan.Bugs {
-			if b.Delayed.Site == pb.Delayed && b.Failing.Site == pb.Failing && b.Kind == pb.Kind {
+			if b.Kind == pb.Kind && b.Delayed.Site == pb.Delayed && b.Run == pb.Run && b.Seed == pb.Seed {
 				bugs = append(bugs, b)
 				break
 			}

@@ -129,14 +129,47 @@ func problemText(sum *Summary) string {
 // reproduceBug runs bug b's run o.Runs times on the binary pb and returns
 // how often the same bug showed.
 func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workdir.Dir, pb *pkgBuild, b *report.Bug) (int, error) {
+	rp, err := newReplay(o, pb, b)
+	if err != nil {
+		return 0, err
+	}
+	hits := 0
+	for k := 1; k <= o.Runs; k++ {
+		rr, same, err := rp.run(ctx, ws.LogPath(b.Package, b.Test, "reproduce"+strconv.Itoa(k)))
+		if err != nil {
+			return 0, fmt.Errorf("run %d: %w", k, err)
+		}
+		if same {
+			hits++
+		}
+		if o.Verbose {
+			fmt.Fprintf(o.Stderr, "run %d/%d: %s\n", k, o.Runs, rp.verdict(rr, same))
+		}
+	}
+	return hits, nil
+}
+
+// replay repeats the run that exposed a bug: the bug's own copy of the
+// plan, its seed and run number, on a binary that may have changed since
+// (its plan's sites mapped onto the new build).
+type replay struct {
+	o                *ReproduceOptions
+	pb               *pkgBuild
+	b                *report.Bug
+	plan             *plans.Plan
+	tab              *sites.Table
+	delayed, failing uint32 // the bug's sites in pb's build (0: gone)
+}
+
+func newReplay(o *ReproduceOptions, pb *pkgBuild, b *report.Bug) (*replay, error) {
 	plan, err := plans.Load(b.Reproduce.Plan)
 	if err != nil {
-		return 0, fmt.Errorf("the bug's plan: %w", err)
+		return nil, fmt.Errorf("the bug's plan: %w", err)
 	}
 	delayed, failing := b.Delayed.Site, b.Failing.Site
 	tab, err := sites.Load(pb.Sites)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if pb.hash == b.Reproduce.BinaryHash {
 		fmt.Fprintf(o.Stderr, "the test binary is the one that found the bug\n")
@@ -145,7 +178,7 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workdir.Dir, pb 
 		var old *sites.Table
 		if b.Reproduce.Sites != "" {
 			if old, err = sites.Load(b.Reproduce.Sites); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 		m := mapSites(old, tab, plan)
@@ -160,71 +193,73 @@ func reproduceBug(ctx context.Context, o *ReproduceOptions, ws *workdir.Dir, pb 
 	plan.Provenance.BinaryHash = pb.hash
 	plan.Provenance.Binary = pb.Binary
 	plan.Provenance.Sites = pb.Sites
-	hits := 0
-	for k := 1; k <= o.Runs; k++ {
-		base := ws.LogPath(b.Package, b.Test, "reproduce"+strconv.Itoa(k))
-		runPlan := base + ".plan.json"
-		if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
-			return 0, err
-		}
-		if err := plans.Save(runPlan, plan); err != nil {
-			return 0, err
-		}
-		logPath, crashPath := base+".wlog", base+".crash"
-		os.Remove(logPath)
-		os.Remove(crashPath)
-		env := []string{
-			abi.Env(abi.EnvMode, abi.ModeDetect),
-			abi.Env(abi.EnvPlan, runPlan),
-			abi.Env(abi.EnvSeed, strconv.FormatUint(b.Seed, 10)),
-			abi.Env(abi.EnvRun, strconv.Itoa(b.Run)),
-			abi.Env(abi.EnvLog, logPath),
-			abi.Env(abi.EnvCrash, crashPath),
-		}
-		tr := testrun.Run{Binary: pb.Binary, Dir: pb.Dir, Test: b.Test, Env: env, Timeout: o.Timeout, Output: base + ".log"}
-		if i := slices.Index(b.Reproduce.Command, "-test.run"); i >= 0 && i+1 < len(b.Reproduce.Command) {
-			// Keep the subtest selection of the original run.
-			if _, sub, ok := strings.Cut(b.Reproduce.Command[i+1], "$/"); ok {
-				tr.Sub = sub
-			}
-		}
-		tr.Extra = extraArgs(b.Reproduce.Command)
-		res, err := tr.Start(ctx)
-		if err != nil {
-			return 0, err
-		}
-		output, _ := os.ReadFile(res.Output)
-		rr, err := report.Outcome(report.RunInput{
-			Plan: plan, PlanPath: runPlan, Sites: tab,
-			Package: b.Package, Test: b.Test, Binary: pb.Binary, Args: tr.Args(),
-			Env: env, Run: b.Run, Seed: b.Seed,
-			LogPath: logPath, CrashPath: crashPath, Stderr: output,
-			ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
-		})
-		if err != nil {
-			return 0, err
-		}
-		same := rr.Status == report.BugFound && rr.Bug.Kind == b.Kind &&
-			rr.Bug.Delayed.Site == delayed && (failing == 0 || rr.Bug.Failing.Site == failing)
-		if same {
-			hits++
-		}
-		verdict := "no bug"
-		switch {
-		case same:
-			verdict = "the bug"
-		case rr.Status == report.BugFound:
-			verdict = fmt.Sprintf("another bug (%s at %s:%d)", rr.Bug.Kind, rr.Bug.Failing.File, rr.Bug.Failing.Line)
-		case rr.Status == report.SetupFailed:
-			return 0, fmt.Errorf("run %d: %s (output in %s)", k, rr.Reason, res.Output)
-		case rr.Status != report.Pass:
-			verdict = fmt.Sprintf("%s: %s (output in %s)", rr.Status, rr.Reason, res.Output)
-		}
-		if o.Verbose {
-			fmt.Fprintf(o.Stderr, "run %d/%d: %s\n", k, o.Runs, verdict)
+	return &replay{o: o, pb: pb, b: b, plan: plan, tab: tab, delayed: delayed, failing: failing}, nil
+}
+
+// run makes one replay, with its files at base.*, and reports whether the
+// same bug showed.
+func (rp *replay) run(ctx context.Context, base string) (*report.RunResult, bool, error) {
+	b, pb := rp.b, rp.pb
+	runPlan := base + ".plan.json"
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return nil, false, err
+	}
+	if err := plans.Save(runPlan, rp.plan); err != nil {
+		return nil, false, err
+	}
+	logPath, crashPath := base+".wlog", base+".crash"
+	os.Remove(logPath)
+	os.Remove(crashPath)
+	env := []string{
+		abi.Env(abi.EnvMode, abi.ModeDetect),
+		abi.Env(abi.EnvPlan, runPlan),
+		abi.Env(abi.EnvSeed, strconv.FormatUint(b.Seed, 10)),
+		abi.Env(abi.EnvRun, strconv.Itoa(b.Run)),
+		abi.Env(abi.EnvLog, logPath),
+		abi.Env(abi.EnvCrash, crashPath),
+	}
+	tr := testrun.Run{Binary: pb.Binary, Dir: pb.Dir, Test: b.Test, Env: env, Timeout: rp.o.Timeout, Output: base + ".log"}
+	if i := slices.Index(b.Reproduce.Command, "-test.run"); i >= 0 && i+1 < len(b.Reproduce.Command) {
+		// Keep the subtest selection of the original run.
+		if _, sub, ok := strings.Cut(b.Reproduce.Command[i+1], "$/"); ok {
+			tr.Sub = sub
 		}
 	}
-	return hits, nil
+	tr.Extra = extraArgs(b.Reproduce.Command)
+	res, err := tr.Start(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	output, _ := os.ReadFile(res.Output)
+	rr, err := report.Outcome(report.RunInput{
+		Plan: rp.plan, PlanPath: runPlan, Sites: rp.tab,
+		Package: b.Package, Test: b.Test, Binary: pb.Binary, Args: tr.Args(),
+		Env: env, Run: b.Run, Seed: b.Seed,
+		LogPath: logPath, CrashPath: crashPath, Stderr: output,
+		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if rr.Status == report.SetupFailed {
+		return nil, false, fmt.Errorf("%s (output in %s)", rr.Reason, res.Output)
+	}
+	same := rr.Status == report.BugFound && rr.Bug.Kind == b.Kind &&
+		rr.Bug.Delayed.Site == rp.delayed && (rp.failing == 0 || rr.Bug.Failing.Site == rp.failing)
+	return rr, same, nil
+}
+
+// verdict says in words what a replay showed.
+func (rp *replay) verdict(rr *report.RunResult, same bool) string {
+	switch {
+	case same:
+		return "the bug"
+	case rr.Status == report.BugFound:
+		return fmt.Sprintf("another bug (%s at %s:%d)", rr.Bug.Kind, rr.Bug.Failing.File, rr.Bug.Failing.Line)
+	case rr.Status != report.Pass:
+		return fmt.Sprintf("%s: %s", rr.Status, rr.Reason)
+	}
+	return "no bug"
 }
 
 // extraArgs returns the -test.short and -test.cpu flags of the original

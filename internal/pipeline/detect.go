@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
@@ -125,6 +126,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, "", err
 	}
 	var failures []string
+	runs := 0
 	for k := 0; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
 		n := len(plan.Runs) + 1
 		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
@@ -146,17 +148,41 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			return 0, "", errors.New(rr.Reason)
 		case report.Fail:
 			if rr.Known == nil { // else the panic is a bug already on record, reached again
-				failures = append(failures, fmt.Sprintf("run %d: %s (output in %s)", r.n, rr.Reason, r.output()))
+				failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
 			}
 		}
+		runs++
 	}
 	if len(failures) > 0 {
-		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute:\n"+strings.Join(failures, "\n"))
+		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n"+strings.Join(failures, "\n"))
 	}
-	if len(known) > 0 {
-		return len(known), fmt.Sprintf("%d known bug(s), no new bug", len(known)), nil
+	if runs < o.Runs {
+		// The loop ends early only when the plan has nothing left to delay.
+		learned = strings.TrimPrefix(learned+fmt.Sprintf("; stopped after %d of %d runs: no candidate left (each delayed without exposing a bug until its probability decayed, or pruned)", runs, o.Runs), "; ")
+	}
+	switch {
+	case len(known) > 0:
+		return len(known), fmt.Sprintf("%d known bug(s), no new bug", len(known)) + paren(learned), nil
+	case runs > 0 && len(failures) == runs:
+		return 0, fmt.Sprintf("no MEMORDER bug; failed in every run (%d) under delays, see problems", runs) + paren(learned), nil
+	case len(failures) > 0:
+		return 0, fmt.Sprintf("no MEMORDER bug; failed in %d of %d runs under delays, see problems", len(failures), runs) + paren(learned), nil
 	}
 	return 0, "no bug" + paren(learned), nil
+}
+
+// lastDelay names the last delay a failed run injected before it failed,
+// where the user can look for the timing assumption it broke.
+func lastDelay(rr *report.RunResult, tab *sites.Table) string {
+	if rr.Log == nil || len(rr.Log.Delays) == 0 {
+		return "; no delay was injected"
+	}
+	d := rr.Log.Delays[len(rr.Log.Delays)-1]
+	where := fmt.Sprintf("site %d", d.Site)
+	if st, ok := tab.Lookup(d.Site); ok {
+		where = fmt.Sprintf("%s:%d (%s %s)", filepath.Base(st.File), st.Line, st.Kind, st.Expr)
+	}
+	return fmt.Sprintf("; last delay before it: %v at %s, goroutine %d", time.Duration(d.Ns), where, d.G)
 }
 
 // detectPlan returns the plan detection runs of test j use and the bugs it

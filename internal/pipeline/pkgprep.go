@@ -71,6 +71,12 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 			}
 			return
 		}
+		if ctx.Err() != nil {
+			// Interrupted: the tests that finished before it keep their
+			// plans, analyzed now (the workflow starts no more tests).
+			keepFinished(context.WithoutCancel(ctx), s, o, pj.pkg, pj.tests, pr)
+			return
+		}
 		mu.Lock()
 		runs[pj.pkg.ImportPath] = pr
 		mu.Unlock()
@@ -101,8 +107,14 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 		Output:  s.ws.LogPath(ip, pkgRunName, "prepare.log"),
 		Extra:   o.binaryArgs(),
 	}.Start(ctx)
-	if err != nil {
+	if err != nil && !(ctx.Err() != nil && res.Output != "") {
 		return nil, err
+	}
+	if ctx.Err() != nil {
+		// Interrupted: what the spill file holds of the tests that ended
+		// before the kill is still theirs. The run's crash and exit
+		// status mean nothing; a test is kept when its end mark is in.
+		res.ExitCode = 0
 	}
 	if _, err := os.Stat(raw); err != nil {
 		return nil, fmt.Errorf("the test binary wrote no trace (exit status %d); output in %s", res.ExitCode, res.Output)
@@ -133,6 +145,21 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 	}
 	logSplit(res.Output, res, st, len(pr.kept), len(tests))
 	return pr, nil
+}
+
+// keepFinished analyzes, after an interrupt, the traces of the tests the
+// package run finished, so that their plans survive it.
+func keepFinished(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string, pr *pkgRun) {
+	n := 0
+	for _, t := range tests {
+		if !pr.kept[t] {
+			continue
+		}
+		if _, err := preparedInPackage(ctx, s, o, job{pkg: pkg, test: t}, pr); err == nil {
+			n++
+		}
+	}
+	s.prog.Printf("wafl: interrupted: %s: kept the plans of %d of %d tests that finished in the package run\n", pkg.ImportPath, n, len(tests))
 }
 
 // preparedInPackage analyzes the trace split out of the package run for

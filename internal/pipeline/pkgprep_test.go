@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memorder/wafl/plans"
 )
@@ -246,5 +247,90 @@ func TestPackageRunSamePlans(t *testing.T) {
 			t.Fatalf("candidates differ after %d attempts:\n%s", attempts, strings.Join(diffs, "\n"))
 		}
 		t.Logf("attempt %d: %s", attempt, strings.Join(diffs, "; "))
+	}
+}
+
+// TestInterruptKeepsFinishedTests interrupts prepare while the package
+// run hangs in its third test: the two tests that finished before keep
+// their plans, and the hanging one has none.
+func TestInterruptKeepsFinishedTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds instrumented test binaries")
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/intr\n\ngo 1.22\n",
+		"intr.go": `package intr
+
+type H struct{ n int }
+
+func (h *H) Get() int { return h.n }
+
+type S struct{ h *H }
+
+func Race() int {
+	s := &S{}
+	done := make(chan struct{})
+	go func() {
+		s.h = &H{n: 1}
+		close(done)
+	}()
+	<-done
+	return s.h.Get()
+}
+`,
+		"intr_test.go": `package intr
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestA(t *testing.T) { Race() }
+func TestB(t *testing.T) { Race() }
+func TestHang(t *testing.T) {
+	os.WriteFile(filepath.Join(os.Getenv("INTR_DIR"), "hanging"), nil, 0o644)
+	select {}
+}
+`,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flag := t.TempDir()
+	t.Setenv("INTR_DIR", flag)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Interrupt once the package run reached the hanging test.
+		for {
+			if _, err := os.Stat(filepath.Join(flag, "hanging")); err == nil {
+				time.Sleep(200 * time.Millisecond)
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	work := t.TempDir()
+	_, err := Prepare(ctx, PrepareOptions{Common: Common{Dir: dir, WorkDir: work}, Tests: Tests{Parallel: 1, Timeout: 5 * time.Minute}})
+	if ctx.Err() == nil {
+		t.Fatalf("prepare ended before the interrupt: %v", err)
+	}
+	got := candidates(t, work)
+	for _, test := range []string{"TestA", "TestB"} {
+		if _, ok := got[test]; !ok {
+			t.Errorf("%s finished before the interrupt but has no plan (plans: %v)", test, got)
+		}
+	}
+	if _, ok := got["TestHang"]; ok {
+		t.Error("TestHang, interrupted, has a plan")
 	}
 }

@@ -1,4 +1,4 @@
-package instrument
+package build
 
 import (
 	"bufio"
@@ -172,12 +172,6 @@ func mergeSums(a, b []byte) []byte {
 // //go:build constraint with it (a file's constraint sets its language
 // version, Go 1.21 and later). The runtime must not use newer features.
 const runtimeLang = "go1.22"
-
-// minUserLang is the language version rewritten files need (generic helper
-// calls, and the first version whose //go:build lines may set a file's
-// language version). Files of modules with an older go line get it as a
-// build constraint.
-const minUserLang = "go1.21"
 
 // goLine returns the go line of a go.mod ("1.16" when there is none, as the
 // go command assumes).

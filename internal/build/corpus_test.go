@@ -1,4 +1,4 @@
-package instrument
+package build
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorder/wafl/instrument"
 	"github.com/memorder/wafl/internal/trace"
 )
 
@@ -191,7 +192,7 @@ func BenchmarkInstrumentXSync(b *testing.B) {
 	b.ResetTimer()
 	var nsites, nfiles int
 	for i := 0; i < b.N; i++ {
-		alloc := &siteAlloc{}
+		alloc := &instrument.SiteAlloc{}
 		nfiles = 0
 		for _, u := range units {
 			if u.pkg.Err != nil {
@@ -203,7 +204,7 @@ func BenchmarkInstrumentXSync(b *testing.B) {
 			}
 			nfiles += u.pkg.Files
 		}
-		nsites = len(alloc.sites)
+		nsites = len(alloc.Sites())
 	}
 	b.ReportMetric(float64(nsites), "sites")
 	b.ReportMetric(float64(nfiles), "files")

@@ -22,8 +22,8 @@ import (
 const MinLang = "go1.21"
 
 // Names of the files generated into every rewritten package, in the
-// package's directory; a user file of one of these names stops the
-// rewrite of its package.
+// package's directory (File.Path); the caller refuses to build a package
+// that has a file of one of these names.
 const (
 	helperFile   = "zz_wafl_helpers.go"
 	xHelperFile  = "zz_wafl_helpers_x_test.go"
@@ -53,11 +53,11 @@ type File struct {
 	// replaces or, for a generated file, the path in the package's
 	// directory at which it joins the package (no file may exist there).
 	Path string
-	// Rel is a path for the file's copy, relative to a
-	// directory of the package's own and unique in it: a rewritten file's
-	// base name, under _xtest/ for the external test package's files,
-	// and a generated file under _generated/, so that no user file name
-	// can collide with another.
+	// Rel is a path for the file's copy, relative to a directory of the
+	// package's own and unique in it: a rewritten file's base name, under
+	// _xtest/ for the external test package's files, and a generated
+	// file under _generated/, so that no user file name can collide with
+	// another.
 	Rel string
 	// Generated marks a file wafl adds to the package rather than a
 	// rewritten file of the user's.

@@ -321,7 +321,7 @@ func adoptInTests(df *dst.File) bool {
 	added := false
 	for _, d := range df.Decls {
 		fd, ok := d.(*dst.FuncDecl)
-		if !ok || fd.Recv != nil || fd.Body == nil || fd.Name.Name == "TestMain" || !isTestName(fd.Name.Name) || fd.Type.TypeParams != nil {
+		if !ok || fd.Recv != nil || fd.Body == nil || fd.Name.Name == "TestMain" || !IsTestName(fd.Name.Name) || fd.Type.TypeParams != nil {
 			continue
 		}
 		if fd.Type.Params == nil || len(fd.Type.Params.List) != 1 {

@@ -1,5 +1,5 @@
 // Collection: walks the type-checked go/ast of one file in source order and
-// decides what to rewrite. It numbers the sites (siteAlloc, siteid.go), records an
+// decides what to rewrite. It numbers the sites (SiteAlloc, siteid.go), records an
 // action on each original node to change, with every decision that needs
 // type information already taken, and notes the constructs it leaves alone
 // on purpose. It never touches the dst tree; apply.go does.
@@ -22,7 +22,7 @@ type collector struct {
 	info   *types.Info
 	shared map[*types.Var]bool // locals another goroutine can reach (escape.go)
 	flow   *flow               // which loads reach a dereference (loads.go)
-	alloc  *siteAlloc
+	alloc  *SiteAlloc
 	decl   *types.Func    // the declared function being walked (nil in a package-level declaration)
 	pkg    *types.Package // the package of the file
 	derefs []token.Pos    // dereferences reached by the load whose site is made next (loads.go)
@@ -36,7 +36,7 @@ type collector struct {
 // collect returns the edits for file. Function bodies are walked in source
 // order, so that site ids follow the text. Package-level initializers run
 // before any goroutine exists; only function literals in them are walked.
-func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File) *edits {
+func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *SiteAlloc, file *ast.File) *edits {
 	var pkg *types.Package
 	if fl != nil {
 		pkg = fl.pkg

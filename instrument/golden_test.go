@@ -1,19 +1,25 @@
-package instrument
+package instrument_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/memorder/wafl/instrument/sites"
+	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/txtar"
+
+	"github.com/memorder/wafl/instrument"
+	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/build"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -22,7 +28,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // each rewritten file with its want/<file> section (a file without one must
 // come out unchanged), and the constructs left alone on purpose with its
 // "skipped" section. Without -short all cases are also built into test
-// binaries in one module, so the rewritten code type-checks and compiles.
+// binaries in one module, so the rewritten code type-checks and compiles,
+// from exactly the files RewritePackage returned.
 func TestGolden(t *testing.T) {
 	paths, err := filepath.Glob("testdata/golden/*.txtar")
 	if err != nil || len(paths) == 0 {
@@ -51,28 +58,20 @@ func TestGolden(t *testing.T) {
 			t.Fatalf("%s: every case needs a _test.go file so that it is built", p)
 		}
 	}
-	cfg := Config{Dir: tmp, WorkDir: filepath.Join(tmp, ".wafl"), Patterns: []string{"./..."}}
-	var pkgs []*Package
-	var allSites []sites.Site
-	if testing.Short() {
-		// Rewrite only; building the binaries is what -short skips.
-		pkgs, allSites = rewriteOnly(t, cfg)
-	} else {
-		res, err := Build(context.Background(), cfg)
+	units := loadUnits(t, tmp)
+	alloc := &instrument.SiteAlloc{}
+	rewritten := map[string]*instrument.Rewritten{}
+	for _, u := range units {
+		rw, err := instrument.RewritePackage(u, alloc)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", u.Path, err)
 		}
-		pkgs = res.Packages
-		for _, p := range pkgs {
-			if p.Err == nil {
-				tab, err := sites.Load(p.Sites)
-				if err != nil {
-					t.Fatal(err)
-				}
-				allSites = tab.Sites
-				break
-			}
-		}
+		rewritten[strings.TrimPrefix(u.Path, "example.com/golden/")] = rw
+	}
+	allSites := alloc.Sites()
+	if !testing.Short() {
+		// Building is what -short skips.
+		checkBuild(t, tmp, rewritten, allSites)
 	}
 	// Site ids are hashes (sites.ID); the goldens show each site's index in
 	// the build's site table instead, so that they read in source order.
@@ -92,10 +91,6 @@ func TestGolden(t *testing.T) {
 			return []byte(string(sm[1]) + n + string(sm[3]))
 		})
 	}
-	built := map[string]*Package{}
-	for _, p := range pkgs {
-		built[strings.TrimPrefix(p.ImportPath, "example.com/golden/")] = p
-	}
 	names := make([]string, 0, len(archives))
 	for n := range archives {
 		names = append(names, n)
@@ -104,12 +99,9 @@ func TestGolden(t *testing.T) {
 	for _, name := range names {
 		ar := archives[name]
 		t.Run(name, func(t *testing.T) {
-			p := built[name]
-			if p == nil {
-				t.Fatalf("package not in the result")
-			}
-			if p.Err != nil {
-				t.Fatalf("build failed: %v", p.Err)
+			rw := rewritten[name]
+			if rw == nil {
+				t.Fatalf("package not loaded")
 			}
 			want := map[string][]byte{}
 			for _, f := range ar.Files {
@@ -117,7 +109,6 @@ func TestGolden(t *testing.T) {
 					want[w] = f.Data
 				}
 			}
-			out := filepath.Join(tmp, ".wafl", "build", "example.com", "golden", name)
 			changed := false
 			var files []txtar.File
 			var wantSkipped []byte
@@ -131,19 +122,18 @@ func TestGolden(t *testing.T) {
 					continue
 				}
 				files = append(files, f)
-				got, err := os.ReadFile(filepath.Join(out, f.Name))
-				if os.IsNotExist(err) {
-					got, err = os.ReadFile(filepath.Join(out, "_xtest", f.Name))
+				var got []byte
+				for _, rf := range rw.Files {
+					if !rf.Generated && filepath.Base(rf.Path) == f.Name {
+						got = rf.Src
+					}
 				}
-				if os.IsNotExist(err) {
+				if got == nil {
 					if _, ok := want[f.Name]; ok {
 						t.Errorf("%s: not rewritten, but the golden has want/%s", f.Name, f.Name)
 						changed = true
 					}
 					continue
-				}
-				if err != nil {
-					t.Fatal(err)
 				}
 				got = denseIDs(bytes.ReplaceAll(got, []byte(tmp), []byte("$DIR")))
 				files = append(files, txtar.File{Name: "want/" + f.Name, Data: got})
@@ -156,7 +146,7 @@ func TestGolden(t *testing.T) {
 			}
 			// The constructs left alone on purpose, listed in "skipped".
 			var gotSkipped []byte
-			for _, n := range p.Skipped {
+			for _, n := range rw.Skipped {
 				gotSkipped = append(gotSkipped, strings.ReplaceAll(n, tmp, "$DIR")+"\n"...)
 			}
 			if len(gotSkipped) > 0 {
@@ -188,24 +178,96 @@ func writeFile(t testing.TB, path, data string) {
 	}
 }
 
-// rewriteOnly does what Build does up to writing the rewritten files.
-func rewriteOnly(t *testing.T, cfg Config) ([]*Package, []sites.Site) {
+// loadUnits loads the packages of the module in dir with their tests, as
+// the builder does, and returns them as units in import-path order.
+func loadUnits(t testing.TB, dir string) []instrument.Unit {
 	t.Helper()
-	b, err := newBuilder(cfg)
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
+			packages.NeedImports | packages.NeedTypes | packages.NeedSyntax |
+			packages.NeedTypesInfo | packages.NeedModule | packages.NeedForTest,
+		Dir:   dir,
+		Env:   append(os.Environ(), "GOWORK=off"),
+		Tests: true,
+	}
+	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		t.Fatal(err)
 	}
-	units, err := b.load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc := &siteAlloc{}
-	var pkgs []*Package
-	for _, u := range units {
-		if u.pkg.Err == nil {
-			u.pkg.Err = b.rewriteUnit(u, alloc)
+	byPath := map[string]*instrument.Unit{}
+	get := func(path string) *instrument.Unit {
+		if byPath[path] == nil {
+			byPath[path] = &instrument.Unit{Path: path}
 		}
-		pkgs = append(pkgs, u.pkg)
+		return byPath[path]
 	}
-	return pkgs, alloc.sites
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			t.Fatalf("%s: %v", p.ID, e)
+		}
+		switch {
+		case strings.HasSuffix(p.PkgPath, ".test") && p.Name == "main" && p.ForTest == "":
+			// the generated test main
+		case p.ForTest != "" && strings.HasSuffix(p.PkgPath, "_test"):
+			get(p.ForTest).XTest = p
+		case p.ForTest != "":
+			get(p.ForTest).Pkg = p
+		default:
+			if u := get(p.PkgPath); u.Pkg == nil {
+				u.Pkg = p
+			}
+		}
+	}
+	var units []instrument.Unit
+	for _, u := range byPath {
+		if u.Pkg == nil {
+			t.Fatalf("%s: only external test files", u.Path)
+		}
+		u.Dir = filepath.Dir(u.Pkg.GoFiles[0])
+		units = append(units, *u)
+	}
+	sort.Slice(units, func(i, j int) bool { return units[i].Path < units[j].Path })
+	return units
+}
+
+// checkBuild builds the module in dir and checks that every package built
+// from exactly the files RewritePackage returned, with its site table.
+func checkBuild(t *testing.T, dir string, rewritten map[string]*instrument.Rewritten, allSites []sites.Site) {
+	t.Helper()
+	work := filepath.Join(dir, ".wafl")
+	res, err := build.Build(context.Background(), build.Config{Dir: dir, WorkDir: work, Patterns: []string{"./..."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(work, "build", "overlay.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var overlay struct{ Replace map[string]string }
+	if err := json.Unmarshal(data, &overlay); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Packages {
+		name := strings.TrimPrefix(p.ImportPath, "example.com/golden/")
+		if p.Err != nil {
+			t.Errorf("%s: build failed: %v", name, p.Err)
+			continue
+		}
+		tab, err := sites.Load(p.Sites)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tab.Sites, allSites) {
+			t.Errorf("%s: the build's site table differs from the rewrite's", name)
+		}
+		for _, f := range rewritten[name].Files {
+			got, err := os.ReadFile(overlay.Replace[f.Path])
+			if err != nil || !bytes.Equal(got, f.Src) {
+				t.Errorf("%s: the build's overlay has another %s than the rewrite (%v)", name, f.Path, err)
+			}
+		}
+	}
+	if len(res.Packages) != len(rewritten) {
+		t.Errorf("built %d packages, rewrote %d", len(res.Packages), len(rewritten))
+	}
 }

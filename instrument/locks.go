@@ -49,7 +49,7 @@ type lockCall struct {
 
 // hoistLocks marks the Lock/RLock calls that guard sites of ed in file and
 // records the guards in the site table.
-func hoistLocks(fset *token.FileSet, info *types.Info, alloc *siteAlloc, file *ast.File, ed *edits) {
+func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *ast.File, ed *edits) {
 	if info == nil || len(ed.acts) == 0 {
 		return
 	}
@@ -123,7 +123,7 @@ type sitePos struct {
 type hoister struct {
 	fset    *token.FileSet
 	info    *types.Info
-	alloc   *siteAlloc
+	alloc   *SiteAlloc
 	ed      *edits
 	sitePos []sitePos // every site of the file, by position
 	guarded map[uint32]*lockCall

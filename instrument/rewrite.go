@@ -29,7 +29,7 @@ type fileResult struct {
 // filename. With lineDirectives, statements that moved get /*line*/
 // directives back to their original lines; files that carry their own
 // //line directives are rewritten without.
-func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *siteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
+func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, fl *flow, alloc *SiteAlloc, file *ast.File, filename string, isTest, lineDirectives bool) (*fileResult, error) {
 	ed := collect(fset, info, shared, fl, alloc, file)
 	hoistLocks(fset, info, alloc, file, ed) // locks.go
 

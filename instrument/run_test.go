@@ -1,4 +1,4 @@
-package instrument
+package instrument_test
 
 import (
 	"context"
@@ -12,13 +12,15 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/instrument"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/internal/trace"
 )
 
 // runModule writes the testdata/run cases as packages of one module,
 // instruments them all and returns the module directory and the result.
-func runModule(t *testing.T) (string, map[string]*Package) {
+func runModule(t *testing.T) (string, map[string]*build.Package) {
 	t.Helper()
 	paths, err := filepath.Glob("testdata/run/*.txtar")
 	if err != nil || len(paths) == 0 {
@@ -36,11 +38,11 @@ func runModule(t *testing.T) (string, map[string]*Package) {
 			writeFile(t, filepath.Join(tmp, name, f.Name), string(f.Data))
 		}
 	}
-	res, err := Build(context.Background(), Config{Dir: tmp, Patterns: []string{"./..."}})
+	res, err := build.Build(context.Background(), build.Config{Dir: tmp, Patterns: []string{"./..."}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := map[string]*Package{}
+	pkgs := map[string]*build.Package{}
 	for _, p := range res.Packages {
 		if p.Err != nil {
 			t.Fatalf("%s: %v", p.ImportPath, p.Err)
@@ -102,7 +104,7 @@ type event struct {
 	op     abi.Op
 }
 
-func checkEvents(t *testing.T, p *Package, path string) {
+func checkEvents(t *testing.T, p *build.Package, path string) {
 	tab, err := sites.Load(p.Sites)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +218,7 @@ func runOriginal(t *testing.T, mod, pkg string, wantFail bool) string {
 	return testOutput(string(out))
 }
 
-func runInstrumented(t *testing.T, p *Package, env []string, wantFail bool) string {
+func runInstrumented(t *testing.T, p *build.Package, env []string, wantFail bool) string {
 	t.Helper()
 	cmd := exec.Command(p.Binary, "-test.v", "-test.count=1")
 	cmd.Dir = p.Dir
@@ -240,51 +242,6 @@ func testOutput(s string) string {
 	return strings.Join(keep, "\n")
 }
 
-// TestBuildReportsErrors: a package that does not type-check is reported
-// with the compiler's message and skipped, a package without tests is
-// marked, and the others are built.
-func TestBuildReportsErrors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a test binary")
-	}
-	tmp := t.TempDir()
-	writeFile(t, filepath.Join(tmp, "go.mod"), "module example.com/errs\n\ngo 1.21\n")
-	writeFile(t, filepath.Join(tmp, "good", "good.go"), "package good\n\ntype T struct{ p *T }\n\nfunc (t *T) Get() *T { return t.p.p }\n")
-	writeFile(t, filepath.Join(tmp, "good", "good_test.go"), "package good\n\nimport \"testing\"\n\nfunc TestGet(t *testing.T) { x := &T{}; x.p = x; _ = x.Get() }\n")
-	writeFile(t, filepath.Join(tmp, "bad", "bad.go"), "package bad\n\nvar X int = \"s\"\n")
-	writeFile(t, filepath.Join(tmp, "bad", "bad_test.go"), "package bad\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n")
-	writeFile(t, filepath.Join(tmp, "notests", "n.go"), "package notests\n")
-	var log strings.Builder
-	res, err := Build(context.Background(), Config{Dir: tmp, Patterns: []string{"./..."}, Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]*Package{}
-	for _, p := range res.Packages {
-		got[strings.TrimPrefix(p.ImportPath, "example.com/errs/")] = p
-	}
-	if p := got["bad"]; p == nil || p.Err == nil || !strings.Contains(p.Err.Error(), "bad.go:3") || p.Binary != "" {
-		t.Errorf("bad: %+v", p)
-	}
-	if p := got["notests"]; p == nil || p.Err != ErrNoTestFiles {
-		t.Errorf("notests: %+v", p)
-	}
-	p := got["good"]
-	if p == nil || p.Err != nil || p.NumSites == 0 || len(p.Tests) != 1 {
-		t.Fatalf("good: %+v\nlog:\n%s", p, log.String())
-	}
-	if out, err := exec.Command(p.Binary, "-test.count=1").CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", p.Binary, err, out)
-	}
-	// The user's go.mod is untouched and the work directory holds the rest.
-	if data, _ := os.ReadFile(filepath.Join(tmp, "go.mod")); string(data) != "module example.com/errs\n\ngo 1.21\n" {
-		t.Errorf("user go.mod changed:\n%s", data)
-	}
-	if _, err := sites.Load(p.Sites); err != nil {
-		t.Error(err)
-	}
-}
-
 // TestHelpersInline checks that with the hooks off a site costs an inlined
 // mode check: the generated helpers must stay within the compiler's
 // inlining budget (hook.CurrentMode must stay cheap too).
@@ -305,37 +262,9 @@ func TestHelpersInline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, h := range []string{hUse, hStore, hInit, hNil, hSend, hClose} {
+	for _, h := range instrument.InlineHelpers {
 		if !regexp.MustCompile(`can inline ` + h + `\[go\.shape`).Match(out) {
 			t.Errorf("%s is not inlinable any more", h)
 		}
-	}
-}
-
-// TestBuildOddButValidPackages: code that go test builds must build
-// instrumented too — constant expressions through pointers, user files
-// named like wafl's generated ones, external test files named like
-// internal ones.
-func TestBuildOddButValidPackages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a test binary")
-	}
-	tmp := t.TempDir()
-	writeFile(t, filepath.Join(tmp, "go.mod"), "module example.com/odd\n\ngo 1.21\n")
-	writeFile(t, filepath.Join(tmp, "p", "wafl_helpers.go"), "package p\n\nvar G *[4]int\n\nconst N = len(*G)\n\ntype T struct{ a *[3]int }\n\nfunc (t *T) Cap() int { return cap(*t.a) + len(t.a) }\n")
-	writeFile(t, filepath.Join(tmp, "p", "helpers.go"), "package p\n\nfunc Helper() int { return N }\n")
-	writeFile(t, filepath.Join(tmp, "p", "a_test.go"), "package p\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) {\n\tif N != 4 || Helper() != 4 || (&T{}).Cap() != 6 {\n\t\tt.Fatal(N)\n\t}\n}\n")
-	writeFile(t, filepath.Join(tmp, "p", "xtest_a_test.go"), "package p\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n")
-	writeFile(t, filepath.Join(tmp, "p", "x_test.go"), "package p_test\n\nimport (\n\t\"testing\"\n\n\t\"example.com/odd/p\"\n)\n\nfunc TestExt(t *testing.T) {\n\tif p.N != 4 {\n\t\tt.Fatal(p.N)\n\t}\n}\n")
-	var log strings.Builder
-	res, err := Build(context.Background(), Config{Dir: tmp, Patterns: []string{"./..."}, Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Packages) != 1 || res.Packages[0].Err != nil {
-		t.Fatalf("packages: %+v\nlog:\n%s", res.Packages, log.String())
-	}
-	if out, err := exec.Command(res.Packages[0].Binary, "-test.count=1", "-test.v").CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -11,28 +11,38 @@ import (
 	"github.com/memorder/wafl/instrument/sites"
 )
 
-// siteAlloc hands out the site ids of one build. A site's id is
+// SiteAlloc hands out the site ids of one build and keeps its site table:
+// every package of a build is rewritten with one SiteAlloc. A site's id is
 // sites.ID(package, file base name, line, column, kind, expression,
 // ordinal), where ordinal counts earlier sites of the same file with the
 // same other components (two uses starting at one column, such as a.b and
 // a.b.c). On the rare hash collision within a build the later site, in
 // package and source order, takes the next free id and the build log says
-// so (docs/instrumentation.md, "Site identity").
-type siteAlloc struct {
+// so (docs/instrumentation.md, "Site identity"). The zero value is ready
+// to use; a SiteAlloc is not safe for concurrent rewriting.
+type SiteAlloc struct {
+	// Log, if not nil, receives a line for each site id collision.
+	Log func(format string, args ...any)
+
 	pkg   string // import path of the package being rewritten
 	sites []sites.Site
 	used  map[uint32]bool
 	seen  map[string]int // key without ordinal -> sites so far
-	log   func(format string, args ...any)
+}
+
+// Sites returns the site table so far: every site of the packages
+// rewritten with a, in rewriting order. The caller must not modify it.
+func (a *SiteAlloc) Sites() []sites.Site {
+	return a.sites
 }
 
 // setPackage starts the sites of package pkg.
-func (a *siteAlloc) setPackage(pkg string) {
+func (a *SiteAlloc) setPackage(pkg string) {
 	a.pkg = pkg
 	a.seen = nil
 }
 
-func (a *siteAlloc) add(s sites.Site) uint32 {
+func (a *SiteAlloc) add(s sites.Site) uint32 {
 	if a.used == nil {
 		a.used = map[uint32]bool{}
 	}
@@ -48,8 +58,8 @@ func (a *siteAlloc) add(s sites.Site) uint32 {
 	for a.used[id] {
 		id = sites.NextID(id)
 	}
-	if id != first && a.log != nil {
-		a.log("wafl: site id collision at %s:%d:%d (%s): %d taken, using %d\n", s.File, s.Line, s.Col, s.Kind, first, id)
+	if id != first && a.Log != nil {
+		a.Log("wafl: site id collision at %s:%d:%d (%s): %d taken, using %d\n", s.File, s.Line, s.Col, s.Kind, first, id)
 	}
 	a.used[id] = true
 	s.ID = id

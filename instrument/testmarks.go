@@ -25,7 +25,7 @@ func markTests(fset *token.FileSet, info *types.Info, dec *decorator.Decorator, 
 	changed := false
 	for _, d := range file.Decls {
 		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Recv != nil || fd.Body == nil || fd.Name.Name == "TestMain" || !isTestName(fd.Name.Name) || fd.Type.TypeParams != nil {
+		if !ok || fd.Recv != nil || fd.Body == nil || fd.Name.Name == "TestMain" || !IsTestName(fd.Name.Name) || fd.Type.TypeParams != nil {
 			continue
 		}
 		ps := fd.Type.Params.List

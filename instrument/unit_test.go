@@ -1,9 +1,6 @@
 package instrument
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestFixPositions(t *testing.T) {
 	src := "package p\n\nfunc f() {\n\t{\n\t\tx := 1\n\t\t/*WAFLPOS:4:2*/go g(x)\n\t}\n\t/*WAFLPOS:5:2*/h()\n}\n\nfunc /*WAFLPOS:8:6*/k() { /*WAFLPOS:8:12*/\n\ta()\n}\n"
@@ -19,53 +16,10 @@ func TestFixPositions(t *testing.T) {
 	}
 }
 
-func TestWithLang(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"package p\n", "//go:build go1.21\n\n//line /f.go:1:1\npackage p\n"},
-		{"//go:build linux || darwin\n\npackage p\n", "//go:build (linux || darwin) && go1.21\n\npackage p\n"},
-		{"// +build linux\n\npackage p\n", "//go:build linux && go1.21\n\n//line /f.go:1:1\n//\n\npackage p\n"},
-		{"//go:build go1.18\n// +build go1.18\n\npackage p\n", "//go:build go1.18 && go1.21\n//\n\npackage p\n"},
-	} {
-		if got := string(withLang([]byte(tc.in), "go1.21", "/f.go")); got != tc.want {
-			t.Errorf("withLang(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestLangLess(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		less bool
-	}{
-		{"1.13", "go1.21", true}, {"1.21.3", "go1.21", false}, {"1.22rc1", "go1.21", false}, {"1.9", "1.10", true},
-	} {
-		if got := langLess(tc.a, tc.b); got != tc.less {
-			t.Errorf("langLess(%s, %s) = %v", tc.a, tc.b, got)
-		}
-	}
-}
-
-func TestMergeSums(t *testing.T) {
-	got := string(mergeSums([]byte("a h1\nb h2"), []byte("b h2\nc h3\n")))
-	if got != "a h1\nb h2\nc h3\n" {
-		t.Errorf("got %q", got)
-	}
-}
-
-func TestRuntimeSums(t *testing.T) {
-	sum, err := runtimeSums()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(sum), "github.com/petermattis/goid") {
-		t.Errorf("runtime go.sum lines lack goid:\n%s", sum)
-	}
-}
-
 func TestIsTestName(t *testing.T) {
 	for name, want := range map[string]bool{"Test": true, "TestX": true, "Test_x": true, "Testing": false, "TestMain": true, "Foo": false} {
-		if isTestName(name) != want {
-			t.Errorf("isTestName(%s) != %v", name, want)
+		if IsTestName(name) != want {
+			t.Errorf("IsTestName(%s) != %v", name, want)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/instrument"
+	ibuild "github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/internal/pipeline/workdir"
 )
 
@@ -47,7 +47,7 @@ type buildState struct {
 	Packages    []*builtPackage `json:"packages"`
 }
 
-// builtPackage is an instrument.Package with its binary's hash.
+// builtPackage is an ibuild.Package with its binary's hash.
 type builtPackage struct {
 	ImportPath  string   `json:"import_path"`
 	Dir         string   `json:"dir"`
@@ -70,7 +70,7 @@ const racyWindow = 2 * time.Second
 
 // buildFingerprint hashes everything a build of cfg depends on (see
 // above). racy says a file was modified within racyWindow.
-func buildFingerprint(ctx context.Context, cfg instrument.Config, ws *workdir.Dir) (fp string, racy bool, err error) {
+func buildFingerprint(ctx context.Context, cfg ibuild.Config, ws *workdir.Dir) (fp string, racy bool, err error) {
 	start := time.Now()
 	h := sha256.New()
 	self, err := os.Executable()
@@ -195,13 +195,13 @@ func reuseBuild(ws *workdir.Dir, fp string) *buildState {
 // saveBuild saves the result of a build in which no package failed, under
 // fingerprint fp; after any failure it removes the saved state, so that
 // the next run builds again.
-func saveBuild(ws *workdir.Dir, fp string, res *instrument.Result, hashes map[string]string) {
+func saveBuild(ws *workdir.Dir, fp string, res *ibuild.Result, hashes map[string]string) {
 	path := ws.BuildStatePath()
 	st := buildState{Fingerprint: fp, Sites: res.Sites}
 	for _, p := range res.Packages {
 		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, Skipped: p.Skipped}
 		switch {
-		case errors.Is(p.Err, instrument.ErrNoTestFiles):
+		case errors.Is(p.Err, ibuild.ErrNoTestFiles):
 			bp.NoTestFiles = true
 		case p.Err != nil || hashes[p.ImportPath] == "":
 			os.Remove(path)
@@ -225,16 +225,16 @@ func saveBuild(ws *workdir.Dir, fp string, res *instrument.Result, hashes map[st
 	}
 }
 
-// result turns a saved build back into what instrument.Build returns.
-func (st *buildState) result(work string) *instrument.Result {
-	res := &instrument.Result{WorkDir: work, Sites: st.Sites}
+// result turns a saved build back into what ibuild.Build returns.
+func (st *buildState) result(work string) *ibuild.Result {
+	res := &ibuild.Result{WorkDir: work, Sites: st.Sites}
 	for _, bp := range st.Packages {
-		p := &instrument.Package{
+		p := &ibuild.Package{
 			ImportPath: bp.ImportPath, Dir: bp.Dir, Binary: bp.Binary, Sites: bp.Sites,
 			Files: bp.Files, NumSites: bp.NumSites, Tests: bp.Tests, Skipped: bp.Skipped,
 		}
 		if bp.NoTestFiles {
-			p.Err = instrument.ErrNoTestFiles
+			p.Err = ibuild.ErrNoTestFiles
 		}
 		res.Packages = append(res.Packages, p)
 	}

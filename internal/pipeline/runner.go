@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/memorder/wafl/abi"
-	"github.com/memorder/wafl/instrument"
+	ibuild "github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/internal/pipeline/progress"
 	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/pipeline/workdir"
@@ -19,7 +19,7 @@ import (
 
 // pkgBuild is one package's instrumented test binary and its tests.
 type pkgBuild struct {
-	*instrument.Package
+	*ibuild.Package
 	hash  string   // "sha256:<hex>" of the binary
 	tests []string // tests selected by --run/--skip
 }
@@ -207,7 +207,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 	if c.Verbose {
 		log = c.Stderr
 	}
-	cfg := instrument.Config{
+	cfg := ibuild.Config{
 		Dir:        ws.Run,
 		WorkDir:    ws.Work,
 		Patterns:   pk.Patterns,
@@ -216,7 +216,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 		Log:        log,
 	}
 	var (
-		res    *instrument.Result
+		res    *ibuild.Result
 		hashes map[string]string
 	)
 	err := sum.phase("build", func() error {
@@ -237,7 +237,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 			}
 		}
 		var err error
-		if res, err = instrument.Build(ctx, cfg); err != nil {
+		if res, err = ibuild.Build(ctx, cfg); err != nil {
 			return err
 		}
 		hashes = map[string]string{}
@@ -263,7 +263,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 	}
 	var built []*pkgBuild
 	for _, p := range res.Packages {
-		if errors.Is(p.Err, instrument.ErrNoTestFiles) {
+		if errors.Is(p.Err, ibuild.ErrNoTestFiles) {
 			continue // nothing to test
 		}
 		sum.Packages++

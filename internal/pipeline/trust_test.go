@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/memorder/wafl/instrument"
 	"github.com/memorder/wafl/instrument/sites"
+	ibuild "github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/plans"
 )
 
 func TestShardPick(t *testing.T) {
 	var jobs []job
 	for p := range 3 {
-		pb := &pkgBuild{Package: &instrument.Package{ImportPath: fmt.Sprintf("example.com/p%d", p)}}
+		pb := &pkgBuild{Package: &ibuild.Package{ImportPath: fmt.Sprintf("example.com/p%d", p)}}
 		for k := range 5 {
 			jobs = append(jobs, job{pb, fmt.Sprintf("Test%d", 4-k)})
 		}

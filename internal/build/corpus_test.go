@@ -1,4 +1,4 @@
-package instrument
+package build
 
 import (
 	"context"
@@ -171,42 +171,6 @@ func TestCorpus(t *testing.T) {
 				mv, built, files, res.Sites, res.LoadTime.Round(time.Millisecond), res.RewriteTime.Round(time.Millisecond), res.BuildTime.Round(time.Millisecond))
 		})
 	}
-}
-
-// BenchmarkInstrumentXSync measures rewriting golang.org/x/sync (every
-// package with its tests) after package loading: type-based site
-// selection, dst rewriting, printing and writing the files.
-func BenchmarkInstrumentXSync(b *testing.B) {
-	tmp := b.TempDir()
-	dir := fetchModule(b, tmp, corpus[0])
-	bld, err := newBuilder(Config{Dir: dir, Patterns: []string{"./..."}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	units, err := bld.load(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	var nsites, nfiles int
-	for i := 0; i < b.N; i++ {
-		alloc := &siteAlloc{}
-		nfiles = 0
-		for _, u := range units {
-			if u.pkg.Err != nil {
-				continue
-			}
-			u.pkg.Files, u.pkg.NumSites = 0, 0
-			if err := bld.rewriteUnit(u, alloc); err != nil {
-				b.Fatal(err)
-			}
-			nfiles += u.pkg.Files
-		}
-		nsites = len(alloc.sites)
-	}
-	b.ReportMetric(float64(nsites), "sites")
-	b.ReportMetric(float64(nfiles), "files")
 }
 
 // countEvents returns the number of events in a raw spill file.

@@ -1,4 +1,4 @@
-package instrument
+package build
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memorder/wafl/instrument"
 )
 
 // buildBatch builds the test binaries of units in as few go commands as
@@ -24,7 +26,7 @@ import (
 // the module's instrumented packages) are compiled once, where parallel
 // go commands each compiled them for themselves until the cache had them,
 // and the go command keeps every CPU busy.
-func (b *builder) buildBatch(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *siteAlloc) (rest []*unit) {
+func (b *builder) buildBatch(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *instrument.SiteAlloc) (rest []*unit) {
 	type key struct {
 		overlay string
 		round   int
@@ -64,7 +66,7 @@ func (b *builder) buildBatch(ctx context.Context, units []*unit, modfile string,
 // modification time is not older than the command's start; one the command
 // did not write (its package failed to build) keeps its old time and is
 // built alone, for its own error.
-func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, overlay string, alloc *siteAlloc) (rest []*unit) {
+func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, overlay string, alloc *instrument.SiteAlloc) (rest []*unit) {
 	dir := filepath.Join(b.work, "build", "batch-"+strconv.Itoa(n))
 	out := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -1,18 +1,15 @@
-package instrument
+package build
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +17,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	wafl "github.com/memorder/wafl"
+	"github.com/memorder/wafl/instrument"
 	"github.com/memorder/wafl/instrument/sites"
 )
 
@@ -81,12 +79,8 @@ type Package struct {
 // ErrNoTestFiles is the Err of a package that has no test files.
 var ErrNoTestFiles = errors.New("no test files")
 
-// File names of the generated files added to instrumented packages through
-// the overlay.
+// The runtime module as the alternate go.mod requires it.
 const (
-	helperFile     = "zz_wafl_helpers.go"
-	xHelperFile    = "zz_wafl_helpers_x_test.go"
-	testMainFile   = "zz_wafl_testmain_test.go"
 	waflModulePath = "github.com/memorder/wafl"
 	waflPseudoVers = "v0.0.0-00010101000000-000000000000"
 	runtimeGoLine  = "1.17"
@@ -113,7 +107,7 @@ type builder struct {
 	work    string
 	log     io.Writer
 	env     []string
-	oldLang bool // the module's go line is older than minUserLang
+	oldLang bool // the module's go line is older than instrument.MinLang
 }
 
 func newBuilder(cfg Config) (*builder, error) {
@@ -143,7 +137,7 @@ func newBuilder(cfg Config) (*builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.oldLang = langLess(goLine(gm), minUserLang)
+	b.oldLang = langLess(goLine(gm), instrument.MinLang)
 	b.work = cfg.WorkDir
 	if b.work == "" {
 		b.work = filepath.Join(b.modRoot, ".wafl")
@@ -172,11 +166,11 @@ type unit struct {
 	lang    string
 }
 
-// oldLang reports whether the unit's module's go line is older than
-// minUserLang.
+// unitOldLang reports whether the unit's module's go line is older than
+// instrument.MinLang.
 func (b *builder) unitOldLang(u *unit) bool {
 	if u.foreign {
-		return langLess(u.lang, minUserLang)
+		return langLess(u.lang, instrument.MinLang)
 	}
 	return b.oldLang
 }
@@ -191,7 +185,7 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	res.LoadTime = time.Since(t0)
 
 	t1 := time.Now()
-	alloc := &siteAlloc{log: func(format string, args ...any) { fmt.Fprintf(b.log, format, args...) }}
+	alloc := &instrument.SiteAlloc{Log: func(format string, args ...any) { fmt.Fprintf(b.log, format, args...) }}
 	overlay := map[string]string{}
 	for _, u := range units {
 		if !u.dep {
@@ -212,7 +206,7 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.RewriteTime = time.Since(t1)
-	res.Sites = len(alloc.sites)
+	res.Sites = len(alloc.Sites())
 
 	t2 := time.Now()
 	if err := b.writeRuntime(); err != nil {
@@ -279,284 +273,13 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-func (b *builder) load(ctx context.Context) ([]*unit, error) {
-	patterns := b.cfg.Patterns
-	if len(patterns) == 0 {
-		patterns = []string{"."}
-	}
-	var flags []string
-	if len(b.cfg.Tags) > 0 {
-		flags = append(flags, "-tags="+strings.Join(b.cfg.Tags, ","))
-	}
-	pcfg := &packages.Config{
-		Context: ctx,
-		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
-			packages.NeedImports | packages.NeedTypes | packages.NeedSyntax |
-			packages.NeedTypesInfo | packages.NeedModule | packages.NeedForTest,
-		Dir:        b.dir,
-		Env:        b.env,
-		BuildFlags: flags,
-		Tests:      true,
-	}
-	td, err := b.listTestDeps(ctx, patterns, flags, b.cfg.Instrument)
-	if err != nil {
-		return nil, err
-	}
-	deps := td.main
-	pkgs, err := packages.Load(pcfg, append(append([]string(nil), patterns...), deps...)...)
-	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
-	}
-	foreign, err := b.loadForeign(ctx, td.foreign, flags)
-	if err != nil {
-		return nil, err
-	}
-	isDep := map[string]bool{}
-	for _, d := range deps {
-		isDep[d] = true
-	}
-	byPath := map[string]*unit{}
-	get := func(path string) *unit {
-		u := byPath[path]
-		if u == nil {
-			u = &unit{pkg: &Package{ImportPath: path}, files: map[string]string{}, dep: isDep[path]}
-			byPath[path] = u
-		}
-		return u
-	}
-	for _, p := range pkgs {
-		switch {
-		case strings.HasSuffix(p.PkgPath, ".test") && p.Name == "main" && p.ForTest == "":
-			continue // the generated test main
-		case p.ForTest != "" && strings.HasSuffix(p.PkgPath, "_test"):
-			get(p.ForTest).xtest = p
-		case p.ForTest != "":
-			get(p.ForTest).src = p
-		default:
-			u := get(p.PkgPath)
-			if u.src == nil {
-				u.src = p
-			}
-		}
-	}
-	if len(byPath) == 0 {
-		return nil, fmt.Errorf("patterns %s matched no packages", strings.Join(patterns, " "))
-	}
-	var units []*unit
-	for _, u := range byPath {
-		units = append(units, u)
-		if u.src == nil { // only an external test package (package dir with only x_test files)
-			u.pkg.Err = errors.New("only external test files")
-			continue
-		}
-		u.pkg.Dir = pkgDir(u.src)
-		if isRuntimePackage(u.pkg.ImportPath) {
-			u.pkg.Err = errors.New("part of the wafl runtime, which is never instrumented")
-			continue
-		}
-		var errs []error
-		for _, p := range []*packages.Package{u.src, u.xtest} {
-			if p == nil {
-				continue
-			}
-			for _, e := range p.Errors {
-				errs = append(errs, e)
-			}
-		}
-		if len(errs) > 0 {
-			u.pkg.Err = errors.Join(errs...) // one per line
-			continue
-		}
-		u.pkg.Tests = testNames(u.src, u.xtest)
-		if !hasTestFiles(u.src) && u.xtest == nil {
-			u.pkg.Err = ErrNoTestFiles
-		}
-	}
-	units = append(units, foreign...)
-	sort.Slice(units, func(i, j int) bool { return units[i].pkg.ImportPath < units[j].pkg.ImportPath })
-	return units, nil
-}
-
-func pkgDir(p *packages.Package) string {
-	if p.Dir != "" {
-		return p.Dir
-	}
-	if len(p.GoFiles) > 0 {
-		return filepath.Dir(p.GoFiles[0])
-	}
-	return ""
-}
-
-func hasTestFiles(p *packages.Package) bool {
-	for _, f := range p.GoFiles {
-		if strings.HasSuffix(f, "_test.go") {
-			return true
-		}
-	}
-	return false
-}
-
-// testNames lists the Test* functions of the test files.
-func testNames(ps ...*packages.Package) []string {
-	var names []string
-	for _, p := range ps {
-		if p == nil {
-			continue
-		}
-		for _, f := range p.Syntax {
-			if !strings.HasSuffix(p.Fset.Position(f.Pos()).Filename, "_test.go") {
-				continue
-			}
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Recv != nil || fd.Name.Name == "TestMain" || !isTestName(fd.Name.Name) {
-					continue
-				}
-				if fd.Type.TypeParams != nil || len(fd.Type.Params.List) != 1 {
-					continue
-				}
-				names = append(names, fd.Name.Name)
-			}
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-func isTestName(name string) bool {
-	if !strings.HasPrefix(name, "Test") {
-		return false
-	}
-	if len(name) == 4 {
-		return true
-	}
-	r := name[4]
-	return !(r >= 'a' && r <= 'z')
-}
-
-// rewriteUnit rewrites the package's files (with its test files) and its
-// external test package into the work directory.
-func (b *builder) rewriteUnit(u *unit, alloc *siteAlloc) error {
-	outDir := filepath.Join(b.work, "build", filepath.FromSlash(u.pkg.ImportPath))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
-	alloc.setPackage(u.pkg.ImportPath)
-	mainFound := false
-	for _, p := range []*packages.Package{u.src, u.xtest} {
-		if p == nil {
-			continue
-		}
-		for _, f := range p.Syntax {
-			if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") && hasTestMain(f) {
-				mainFound = true
-			}
-		}
-	}
-	for i, p := range []*packages.Package{u.src, u.xtest} {
-		if p == nil {
-			continue
-		}
-		goFiles := map[string]bool{}
-		for _, f := range p.GoFiles {
-			goFiles[f] = true
-		}
-		// Locals are shared per package; the files are rewritten in order.
-		shared := sharedLocals(p.TypesInfo, p.Syntax)
-		fl := newFlow(p.TypesInfo, p.Types, p.Syntax)
-		type named struct {
-			name string
-			f    *ast.File
-		}
-		var files []named
-		for _, f := range p.Syntax {
-			// The unadjusted name: cgo's generated files carry //line
-			// directives naming the user's cgo file.
-			name := p.Fset.File(f.Pos()).Name()
-			if !goFiles[name] || importsC(f) {
-				continue // cgo-generated or cgo file: left as it is
-			}
-			files = append(files, named{name, f})
-		}
-		sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
-		for _, nf := range files {
-			// Generated code that maps itself to another source keeps its
-			// mapping rather than getting ours.
-			lineDirectives := !hasLineDirectives(nf.f)
-			fr, err := rewriteFile(p.Fset, p.TypesInfo, shared, fl, alloc, nf.f, nf.name, strings.HasSuffix(nf.name, "_test.go"), lineDirectives)
-			if err != nil {
-				return err
-			}
-			u.pkg.Skipped = append(u.pkg.Skipped, fr.notes...)
-			if !fr.changed {
-				continue
-			}
-			if b.unitOldLang(u) {
-				fr.src = withLang(fr.src, minUserLang, nf.name)
-			}
-			// Rewritten files keep their names; the external test package's
-			// and the generated files live in subdirectories of their own
-			// so that no user file name can collide with them.
-			out := filepath.Join(outDir, filepath.Base(nf.name))
-			if i == 1 {
-				out = filepath.Join(outDir, "_xtest", filepath.Base(nf.name))
-			}
-			if err := writeIfChanged(out, fr.src); err != nil {
-				return err
-			}
-			u.files[nf.name] = out
-			u.pkg.Files++
-			u.pkg.NumSites += fr.numSites
-		}
-		hname, base := helperFile, "helpers.go"
-		if i == 1 {
-			hname, base = xHelperFile, "xtest_helpers_test.go"
-		}
-		if err := b.addGenerated(u, outDir, hname, base, helperSource(p.Name)); err != nil {
-			return err
-		}
-	}
-	if !mainFound && !u.foreign { // another module's tests are neither built nor run
-		if err := b.addGenerated(u, outDir, testMainFile, "testmain_test.go", testMainSource(u.src.Name)); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(b.log, "wafl: instrumented %s: %d files, %d sites\n", u.pkg.ImportPath, u.pkg.Files, u.pkg.NumSites)
-	return nil
-}
-
-func (b *builder) addGenerated(u *unit, outDir, name, base string, src []byte) error {
-	target := filepath.Join(u.pkg.Dir, name)
-	if b.unitOldLang(u) {
-		src = withLang(src, minUserLang, target)
-	}
-	if _, err := os.Stat(target); err == nil {
-		return fmt.Errorf("%s: exists; wafl needs this name for a generated file", target)
-	}
-	out := filepath.Join(outDir, "_generated", base)
-	if err := writeIfChanged(out, src); err != nil {
-		return err
-	}
-	u.files[target] = out
-	return nil
-}
-
-func importsC(f *ast.File) bool {
-	for _, im := range f.Imports {
-		if p, _ := strconv.Unquote(im.Path.Value); p == "C" {
-			return true
-		}
-	}
-	return false
-}
-
 // buildAll builds the units' test binaries: first all of them in one go
 // command (buildBatch), so that the packages they share — the standard
 // library, the runtime, the module's instrumented packages — are compiled
 // once and the go command schedules the work over all CPUs; then each unit
 // that has no binary after that (a failed build, a name clash) alone, a
 // few at a time, for its own error.
-func (b *builder) buildAll(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *siteAlloc) {
+func (b *builder) buildAll(ctx context.Context, units []*unit, modfile string, overlay func(*unit) string, alloc *instrument.SiteAlloc) {
 	rest := units
 	if len(units) > 1 {
 		rest = b.buildBatch(ctx, units, modfile, overlay, alloc)
@@ -583,7 +306,7 @@ func (b *builder) buildAll(ctx context.Context, units []*unit, modfile string, o
 	wg.Wait()
 }
 
-func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay string, alloc *siteAlloc) {
+func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay string, alloc *instrument.SiteAlloc) {
 	bin := filepath.Join(b.work, "bin", filepath.FromSlash(u.pkg.ImportPath)+".test")
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		u.pkg.Err = err
@@ -616,8 +339,8 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 
 // built records the freshly built binary bin of u and writes its site
 // table.
-func (b *builder) built(u *unit, bin string, alloc *siteAlloc, took time.Duration) {
-	table := &sites.Table{Package: u.pkg.ImportPath, Sites: alloc.sites}
+func (b *builder) built(u *unit, bin string, alloc *instrument.SiteAlloc, took time.Duration) {
+	table := &sites.Table{Package: u.pkg.ImportPath, Sites: alloc.Sites()}
 	sitesPath := strings.TrimSuffix(bin, ".test") + ".sites.json"
 	if err := table.Save(sitesPath); err != nil {
 		u.pkg.Err = err

@@ -4,10 +4,10 @@
 // rewritten like the main module's packages, into the work directory, and
 // reach the build through the overlay: the module cache and a replaced
 // module's directory are read, never written. Their site ids are the same
-// hash of package, file base name and position (siteid.go), so they do not
+// hash of package, file base name and position (instrument/siteid.go), so they do not
 // depend on where the module cache is.
 
-package instrument
+package build
 
 import (
 	"context"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -175,11 +176,22 @@ func reportFlags(cmd *cobra.Command, r *pipeline.Reports, jsonUsage string) {
 	cmd.Flags().StringVar(&r.SARIF, "sarif", "", "write a SARIF 2.1.0 report to this file")
 }
 
-func packagesArgs(args []string) []string {
+func packagesArgs(args []string) ([]string, error) {
 	if len(args) == 0 {
-		return []string{"./..."}
+		return []string{"./..."}, nil
 	}
-	return args
+	for _, a := range args {
+		if strings.HasSuffix(a, ".go") {
+			// go test makes a package of the files it is given; wafl
+			// instruments packages as the go command lists them.
+			pkg := filepath.ToSlash(filepath.Dir(filepath.Clean(a)))
+			if pkg != "." && !filepath.IsAbs(pkg) && !strings.HasPrefix(pkg, "../") {
+				pkg = "./" + pkg
+			}
+			return nil, usageError{fmt.Errorf("%s: wafl takes packages, not .go files: name the package (%s)", a, pkg)}
+		}
+	}
+	return args, nil
 }
 
 func newPrepare(common *pipeline.Common) *cobra.Command {
@@ -196,7 +208,10 @@ goes under the work directory (.wafl at the module root); the source tree is
 not modified.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
-			o.Patterns = packagesArgs(args)
+			var err error
+			if o.Patterns, err = packagesArgs(args); err != nil {
+				return err
+			}
 			if err := checkTests(&o.Tests); err != nil {
 				return err
 			}
@@ -242,7 +257,10 @@ status: 0 no bug, 1 bugs found (in this invocation or still live from an earlier
 one), 2 error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
-			o.Patterns = packagesArgs(args)
+			var err error
+			if o.Patterns, err = packagesArgs(args); err != nil {
+				return err
+			}
 			if err := checkTests(&o.Tests); err != nil {
 				return err
 			}
@@ -290,7 +308,10 @@ func newInstrument(common *pipeline.Common) *cobra.Command {
 		Short:  "Instrument and build test binaries only; print where they went",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Common = *common
-			o.Patterns = packagesArgs(args)
+			var err error
+			if o.Patterns, err = packagesArgs(args); err != nil {
+				return err
+			}
 			sum, err := pipeline.Instrument(cmd.Context(), *o)
 			if err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -112,7 +113,11 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		ok = true
 		return s, nil
 	}
-	jobs := w.tests.Shard.pick(jobsOf(s.pkgs))
+	all := jobsOf(s.pkgs)
+	if len(all) == 0 && len(s.sum.Problems) == 0 {
+		return nil, noTests(w.packages, w.tests, len(s.pkgs))
+	}
+	jobs := w.tests.Shard.pick(all)
 	if w.tests.Shard.N > 1 {
 		s.sum.Shard = w.tests.Shard.String()
 	}
@@ -150,6 +155,20 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// noTests says why a selection that built without a problem has no test
+// to run: a pattern that matched no package, packages without tests, or a
+// --run/--skip that matches none of their tests.
+func noTests(p *Packages, t *Tests, built int) error {
+	pat := strings.Join(p.Patterns, " ")
+	switch {
+	case built == 0:
+		return fmt.Errorf("%s: matched no package with tests", pat)
+	case t.Run != "" || t.Skip != "":
+		return fmt.Errorf("%s: no test matches --run %q --skip %q", pat, t.Run, t.Skip)
+	}
+	return fmt.Errorf("%s: the packages have no Test functions", pat)
 }
 
 // ErrInterrupted is returned by a workflow stopped by its context (SIGINT)
@@ -282,7 +301,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 	}
 	err = sum.phase("list", func() error {
 		for _, p := range built {
-			names, err := testrun.List(ctx, p.Binary, p.hash, p.Dir, tests.Run, tests.Skip)
+			names, examples, err := testrun.List(ctx, p.Binary, p.hash, p.Dir, tests.Run, tests.Skip)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -291,6 +310,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 				continue
 			}
 			p.tests = names
+			sum.add(func(s *Summary) { s.Examples += examples })
 		}
 		return nil
 	})

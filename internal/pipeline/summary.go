@@ -42,6 +42,7 @@ type Summary struct {
 	Remembered     int    // of FailPlain, known from an earlier run on the same build and not run
 	Shard          string // "i/n" when only one shard of the tests ran
 	WithCandidates int    // tests whose plan has delay candidates
+	Examples       int    // Example functions the patterns select, which wafl does not run
 	Runs           int    // detection runs
 	Delays         int    // delays injected
 	// Learned are the candidate pairs that recording runs of detect added
@@ -117,6 +118,9 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		shard = " (shard " + s.Shard + ")"
 	}
 	fmt.Fprintf(w, "tests:    %d%s: %s; %d with delay candidates\n", s.Tests, shard, strings.Join(parts, ", "), s.WithCandidates)
+	if s.Examples > 0 {
+		fmt.Fprintf(w, "examples: %s not run (wafl runs Test functions; an example's goroutines belong in a test to be checked)\n", plural(s.Examples, "Example function", "Example functions"))
+	}
 	if s.Predicted > 0 {
 		fmt.Fprintf(w, "predicted: %s for goroutines that were late in %s\n",
 			plural(s.Predicted, "candidate pair", "candidate pairs"), plural(s.PredictedTests, "test's run", "tests' runs"))

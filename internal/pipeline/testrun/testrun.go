@@ -128,7 +128,10 @@ func (r Run) Args() []string {
 // List lists the top-level tests of a test binary that match run and
 // do not match skip. hash is the binary's (abi.HashFile); when set, the
 // binary's list is cached beside it.
-func List(ctx context.Context, binary, hash, dir, run, skip string) ([]string, error) {
+//
+// Example functions are not tests for wafl (their output is compared, not
+// their goroutines'); examples counts those the patterns select.
+func List(ctx context.Context, binary, hash, dir, run, skip string) (tests []string, examples int, err error) {
 	// -run and -skip take slash-separated patterns, one per level of
 	// subtests; wafl lists and starts top-level tests, so the first
 	// element selects them and the rest goes to the test binary
@@ -151,7 +154,7 @@ func List(ctx context.Context, binary, hash, dir, run, skip string) ([]string, e
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if out, err = cmd.Output(); err != nil {
-			return nil, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, Tail(stderr.String(), 20))
+			return nil, 0, fmt.Errorf("%s: listing tests: %w\n%s", binary, err, Tail(stderr.String(), 20))
 		}
 		if hash != "" {
 			_ = os.WriteFile(cache, append([]byte(key), out...), 0o644) // a cache: a failed write lists again next time
@@ -163,10 +166,11 @@ func List(ctx context.Context, binary, hash, dir, run, skip string) ([]string, e
 	if first, rest := SplitPattern(skip); first != "" && rest == "" {
 		// A top-level skip; a skip naming subtests goes to the binary.
 		if skipRE, err = regexp.Compile(first); err != nil {
-			return nil, fmt.Errorf("--skip: %w", err)
+			return nil, 0, fmt.Errorf("--skip: %w", err)
 		}
 	}
-	return parseList(out, skipRE), nil
+	tests, examples = parseList(out, skipRE)
+	return tests, examples, nil
 }
 
 // parseList returns the test names of a -test.list output, without
@@ -174,11 +178,14 @@ func List(ctx context.Context, binary, hash, dir, run, skip string) ([]string, e
 // packages may both declare a test of one name (grpc-go's func Test), and
 // one -test.run ^Name$ runs both, so they are one test for wafl (two jobs
 // would write the same trace file at once).
-func parseList(out []byte, skipRE *regexp.Regexp) []string {
-	var tests []string
+func parseList(out []byte, skipRE *regexp.Regexp) (tests []string, examples int) {
 	seen := make(map[string]bool)
 	for _, line := range strings.Split(string(out), "\n") {
 		name := strings.TrimSpace(line)
+		if strings.HasPrefix(name, "Example") && !strings.ContainsAny(name, " \t") && (skipRE == nil || !skipRE.MatchString(name)) {
+			examples++
+			continue
+		}
 		if !strings.HasPrefix(name, "Test") || strings.ContainsAny(name, " \t") || seen[name] {
 			continue
 		}
@@ -188,7 +195,7 @@ func parseList(out []byte, skipRE *regexp.Regexp) []string {
 		seen[name] = true
 		tests = append(tests, name)
 	}
-	return tests
+	return tests, examples
 }
 
 // Tail returns the last n lines of s.

@@ -69,17 +69,17 @@ func TestListAndRun(t *testing.T) {
 	// Without a hash, then with one (listed and cached), then from the
 	// cache: the same tests each time.
 	for _, hash := range []string{"", "sha256:1", "sha256:1"} {
-		tests, err := List(ctx, bin, hash, dir, "", "SkipMe")
+		tests, _, err := List(ctx, bin, hash, dir, "", "SkipMe")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang"; got != want {
 			t.Errorf("List(hash %q) = %s, want %s", hash, got, want)
 		}
-		if tests, _ = List(ctx, bin, hash, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
+		if tests, _, _ = List(ctx, bin, hash, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
 			t.Errorf("List(hash %q) with run = %v", hash, tests)
 		}
-		if _, err := List(ctx, bin, hash, dir, "", "("); err == nil {
+		if _, _, err := List(ctx, bin, hash, dir, "", "("); err == nil {
 			t.Error("bad --skip regexp accepted")
 		}
 	}
@@ -87,10 +87,10 @@ func TestListAndRun(t *testing.T) {
 	if err := os.WriteFile(bin+".list", []byte("sha256:2 .\nTestStale\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if tests, _ := List(ctx, bin, "sha256:2", dir, "", ""); strings.Join(tests, ",") != "TestStale" {
+	if tests, _, _ := List(ctx, bin, "sha256:2", dir, "", ""); strings.Join(tests, ",") != "TestStale" {
 		t.Errorf("listTests from the cache = %v, want TestStale", tests)
 	}
-	if tests, _ := List(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang" {
+	if tests, _, _ := List(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang" {
 		t.Errorf("listTests of another binary hash = %v", tests)
 	}
 

@@ -134,10 +134,10 @@ func (o Overrides) NewParams() Params {
 const MaxLoadFactor = 4.0
 
 // MaxSlackFactor bounds the load scaling of the run slack. It is larger
-// than MaxLoadFactor: the slack is a few milliseconds per run, and on a
-// machine whose run queue is 7 per core a partner was measured arriving
-// 3.5–4 ms after a delay that carried the slack of factor 4 (newtping and
-// dockerstats, load 14 on 2 cores, docs/algorithm.md "Delay length").
+// than MaxLoadFactor: the slack is a few milliseconds per run, and with a
+// run queue of several tasks per core a partner can arrive milliseconds
+// after a delay that carried the slack of factor 4 (docs/algorithm.md,
+// "Delay length").
 const MaxSlackFactor = 8.0
 
 // RunSlack is the slack a detection run adds to every learned delay
@@ -160,8 +160,8 @@ const MaxStretch = 2.5
 // the run: 1 + (load − 1)/2, at least 1, at most MaxStretch (reached at
 // load factor 4), or 1 when noScale is set. On a quiet machine delays are
 // α × gap as in the thesis; with other jobs running, a gap made of timer
-// waits was measured at up to 2.3× its preparation-run length (newtping,
-// load 14 on 2 cores; docs/algorithm.md, "Delay length").
+// waits grows to a multiple of its preparation-run length
+// (docs/algorithm.md, "Delay length").
 func RunStretch(load float64, noScale bool) float64 {
 	if noScale || math.IsNaN(load) {
 		return 1

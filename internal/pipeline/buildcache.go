@@ -21,8 +21,7 @@ import (
 	"github.com/memorder/wafl/internal/pipeline/workdir"
 )
 
-// The build is skipped when nothing it depends on changed (issue 15, item
-// 3): wafl runs prepare and detect again and again on the same source, and
+// The build is skipped when nothing it depends on changed: wafl runs prepare and detect again and again on the same source, and
 // loading and type-checking the module, rewriting it and asking the go
 // command whether the binaries are current costs seconds every time. After
 // a build in which every package built (or has no test files), the result

@@ -90,8 +90,8 @@ type PrepareOptions struct {
 	Tests
 	// Params override the defaults of new plans' parameters.
 	Params plans.Overrides
-	// PerTest runs every test's preparation run in a process of its own
-	// (before 2026-11-23 the only way); by default the tests of a package
+	// PerTest runs every test's preparation run in a process of its own;
+	// by default the tests of a package
 	// share one process and only those that crash, hang, fail or exit
 	// run again alone (pkgprep.go).
 	PerTest bool

@@ -16,7 +16,7 @@ import (
 	"github.com/memorder/wafl/internal/split"
 )
 
-// One process per package (2026-11-23): prepare runs the selected tests
+// One process per package: prepare runs the selected tests
 // of a package's binary in one recording process, as go test does, and
 // splits the spill file per test by the tests' boundary marks and fork
 // ancestry (record/split). A test is kept from the package run when its

@@ -117,9 +117,8 @@ func creditPlanned(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) *Attribut
 // (allowedCheckAct), at an instrumented site — the first frame with sites
 // is its act. The check usually sits in a helper (isClosed) that has
 // returned by the time the act panics, so the stack cannot show it; the
-// log can. Seen on fsnotify v1.5.4's Close (docs/evaluation.md, field
-// benchmark): goroutines skipped at the check by interference closed the
-// same watcher twice on the natural schedule. Skip records are capped
+// log can: goroutines skipped at the check by interference may close the
+// same channel twice on the natural schedule. Skip records are capped
 // per run (abi.MaxSkipRecords), so a goroutine past the cap is not
 // credited.
 func creditCheckAct(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, g *Goroutine, ix *siteIndex) *Attribution {

@@ -44,6 +44,7 @@ const (
 	hCtxA         = "_waflCtxA"
 	hCtxAR        = "_waflCtxAR"
 	hCtxAB        = "_waflCtxAB"
+	hCtxT         = "_waflCtxT"
 	hWGDone       = "_waflWGDone"
 	hWGWait       = "_waflWGWait"
 	hWGGo         = "_waflWGGo"

@@ -51,6 +51,15 @@ func (c *collector) funcArgs(call *ast.CallExpr) {
 	if !ok || !c.foreignCallee(call) {
 		return
 	}
+	testing := ""
+	if fn := c.callee(call); fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "testing" {
+		testing = fn.Name()
+	}
+	if testing == "Cleanup" {
+		// Cleanups run on the test's own goroutine; a wrapper would be a
+		// frame of wafl's that a failing helper cleanup's report cites.
+		return
+	}
 	for i, a := range call.Args {
 		if !c.isFuncValue(a) {
 			continue
@@ -71,16 +80,21 @@ func (c *collector) funcArgs(call *ast.CallExpr) {
 		if !ok {
 			continue
 		}
-		if h := ctxHelper(asig); h != "" && !c.ed.has(a, actCtx) {
+		h := ctxHelper(asig)
+		if testing == "Run" && h == hCtxA {
+			// A subtest (or sub-benchmark) function: its wrapper marks
+			// itself a test helper, so failures cite the user's lines.
+			h = hCtxT
+		}
+		if h != "" && !c.ed.has(a, actCtx) {
 			c.ed.add(a, action{kind: actCtx, op: h})
 			c.ed.numCtx++
 		}
 	}
 }
 
-// foreignCallee reports whether call statically calls a function or
-// method declared in another package.
-func (c *collector) foreignCallee(call *ast.CallExpr) bool {
+// callee returns the function or method call statically calls, or nil.
+func (c *collector) callee(call *ast.CallExpr) *types.Func {
 	var id *ast.Ident
 	switch x := ast.Unparen(call.Fun).(type) {
 	case *ast.Ident:
@@ -88,17 +102,21 @@ func (c *collector) foreignCallee(call *ast.CallExpr) bool {
 	case *ast.SelectorExpr:
 		id = x.Sel
 	case *ast.IndexExpr:
-		return c.foreignCallee(&ast.CallExpr{Fun: x.X})
+		return c.callee(&ast.CallExpr{Fun: x.X})
 	case *ast.IndexListExpr:
-		return c.foreignCallee(&ast.CallExpr{Fun: x.X})
+		return c.callee(&ast.CallExpr{Fun: x.X})
 	default:
-		return false
+		return nil
 	}
-	fn, ok := c.info.Uses[id].(*types.Func)
-	if !ok || fn.Pkg() == nil {
-		return false
-	}
-	return fn.Pkg() != c.pkg
+	fn, _ := c.info.Uses[id].(*types.Func)
+	return fn
+}
+
+// foreignCallee reports whether call statically calls a function or
+// method declared in another package.
+func (c *collector) foreignCallee(call *ast.CallExpr) bool {
+	fn := c.callee(call)
+	return fn != nil && fn.Pkg() != nil && fn.Pkg() != c.pkg
 }
 
 // isFuncValue reports whether e is a function literal or a method value

@@ -286,6 +286,14 @@ func _waflCtxA[A any](f func(A)) func(A) {
 	return func(a A) { _wafl.AdoptCallback(t); f(a) }
 }
 
+func _waflCtxT[A interface{ Helper() }](f func(A)) func(A) {
+	if !_waflOn() || f == nil {
+		return f
+	}
+	t := _wafl.Fork()
+	return func(a A) { a.Helper(); _wafl.AdoptCallback(t); f(a) }
+}
+
 func _waflCtxAR[A, R any](f func(A) R) func(A) R {
 	if !_waflOn() || f == nil {
 		return f

@@ -188,8 +188,12 @@ func Bench(ctx context.Context, m *Manifest, o Options) *BugResult {
 	for t := 1; t <= o.Tries; t++ {
 		try := waflTry(ctx, m, o, src, t)
 		res.Tries = append(res.Tries, try)
-		o.logf("%s: try %d: exposed at run %d (%s; %s) candidates %q, %d delays, %d unattributed crashes, %.1fs of test runs, %.1fs wall %s%s",
-			m.Name, t, try.Exposed, try.Panic, try.Delayed, try.Candidates, try.Delays, try.Unattributed, try.TestSecs, try.WallSecs, try.Err, try.Notes)
+		outcome := "not exposed"
+		if try.Exposed > 0 {
+			outcome = fmt.Sprintf("exposed at run %d (%s; %s)", try.Exposed, try.Panic, try.Delayed)
+		}
+		o.logf("%s: try %d: %s, candidates %q, %d delays, %d unattributed crashes, %.1fs of test runs, %.1fs wall %s%s",
+			m.Name, t, outcome, try.Candidates, try.Delays, try.Unattributed, try.TestSecs, try.WallSecs, try.Err, try.Notes)
 	}
 	return res
 }

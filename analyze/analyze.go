@@ -1,13 +1,10 @@
 package analyze
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/memorder/wafl/abi"
@@ -531,44 +528,23 @@ func (a *analysis) mergePairer(p *pairer) {
 	}
 }
 
-// buildPlan turns the pair aggregates into plan locations.
+// buildPlan turns the pair aggregates into a plan (plans.New).
 func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plans.Plan {
-	p := &plans.Plan{
-		Version: plans.Version,
-		Params:  params,
-		Provenance: plans.Provenance{
-			Package:    meta.Package,
-			Test:       meta.Test,
-			Trace:      opts.Trace,
-			Binary:     meta.Binary,
-			BinaryHash: opts.BinaryHash,
-			Sites:      meta.Sites,
-			Events:     a.stats.Events,
-			Created:    time.Now().UTC().Format(time.RFC3339),
-			Tool:       opts.Tool,
-			Truncated:  a.stats.Truncated,
-		},
+	prov := plans.Provenance{
+		Package:    meta.Package,
+		Test:       meta.Test,
+		Trace:      opts.Trace,
+		Binary:     meta.Binary,
+		BinaryHash: opts.BinaryHash,
+		Sites:      meta.Sites,
+		Events:     a.stats.Events,
+		Created:    time.Now().UTC().Format(time.RFC3339),
+		Tool:       opts.Tool,
+		Truncated:  a.stats.Truncated,
 	}
-	keys := make([]pairKey, 0, len(a.pairs))
-	for k := range a.pairs {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(x, y pairKey) int {
-		if x.first != y.first {
-			return cmp.Compare(x.first, y.first)
-		}
-		if x.second != y.second {
-			return cmp.Compare(x.second, y.second)
-		}
-		return strings.Compare(string(kindOf(x.kind)), string(kindOf(y.kind)))
-	})
-	for _, k := range keys {
-		agg := a.pairs[k]
-		if len(p.Locations) == 0 || p.Locations[len(p.Locations)-1].Site != k.first {
-			p.Locations = append(p.Locations, plans.Location{Site: k.first, Prob: 1})
-		}
-		l := &p.Locations[len(p.Locations)-1]
-		l.Pairs = append(l.Pairs, plans.Pair{
+	pairs := make([]plans.Pair, 0, len(a.pairs))
+	for k, agg := range a.pairs {
+		pairs = append(pairs, plans.Pair{
 			Kind:     kindOf(k.kind),
 			First:    k.first,
 			Second:   k.second,
@@ -579,8 +555,7 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 			From:     fromOf(agg),
 		})
 	}
-	p.Recompute()
-	return p
+	return plans.New(params, prov, pairs)
 }
 
 // fromOf is the origin a pair of this analysis gets: predicted, or the

@@ -326,14 +326,16 @@ func (a *analysis) pass3(plan *plans.Plan, s strategy) error {
 	if err := s.interfere(a, w); err != nil {
 		return err
 	}
+	var set []uint32
 	for l1, lss := range w.m.entries() {
-		l := &plan.Locations[l1]
-		if len(lss) > 0 {
-			l.Interference = make([]uint32, 0, len(lss))
+		if len(lss) == 0 {
+			continue
 		}
+		set = set[:0]
 		for _, ls := range lss {
-			l.Interference = append(l.Interference, plan.Locations[ls].Site)
+			set = append(set, plan.Locations[ls].Site)
 		}
+		plan.SetInterference(plan.Locations[l1].Site, set)
 	}
 	return nil
 }

@@ -372,3 +372,149 @@ func (p *Plan) String() string {
 		p.Provenance.Package, p.Provenance.Test, len(p.Locations), live, pairs, len(p.Runs), len(p.Bugs))
 	return b.String()
 }
+
+// The changes the wafl process makes to a plan besides folding in a
+// detection run (update.go), learning (learn.go) and the copy one run
+// reads (Plan.ForRun): building one from an analysis, recording the build
+// it runs in, and renaming its sites for a new build.
+
+// New returns the plan of one analysis: the given parameters and
+// provenance, one location per distinct Pair.First of pairs with
+// probability 1, its pairs sorted by (second, kind), and the locations'
+// gaps and delays computed from params (Recompute). pairs is not
+// modified.
+func New(params Params, prov Provenance, pairs []Pair) *Plan {
+	p := &Plan{Version: Version, Params: params, Provenance: prov}
+	sorted := slices.Clone(pairs)
+	slices.SortFunc(sorted, func(a, b Pair) int {
+		if a.First != b.First {
+			return cmp.Compare(a.First, b.First)
+		}
+		if a.Second != b.Second {
+			return cmp.Compare(a.Second, b.Second)
+		}
+		return strings.Compare(string(a.Kind), string(b.Kind))
+	})
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && sorted[j].First == sorted[i].First {
+			j++
+		}
+		p.Locations = append(p.Locations, Location{Site: sorted[i].First, Prob: 1, Pairs: sorted[i:j:j]})
+		i = j
+	}
+	p.Recompute()
+	return p
+}
+
+// SetInterference sets the interference set of the location of site to
+// sites, sorted and without duplicates (nil when sites is empty). It does
+// nothing for a site p has no location for.
+func (p *Plan) SetInterference(site uint32, sites []uint32) {
+	l := p.Location(site)
+	if l == nil {
+		return
+	}
+	if len(sites) == 0 {
+		l.Interference = nil
+		return
+	}
+	s := slices.Clone(sites)
+	slices.Sort(s)
+	l.Interference = slices.Compact(s)
+}
+
+// SetBuild records the build the plan's test runs in: the test binary's
+// path, its site table's path and the binary's hash (Provenance.Binary,
+// Sites and BinaryHash).
+func (p *Plan) SetBuild(binary, sites, hash string) {
+	p.Provenance.Binary, p.Provenance.Sites, p.Provenance.BinaryHash = binary, sites, hash
+}
+
+// SetForks records how many goroutines the test started in the run the
+// plan was made from (Provenance.Forks).
+func (p *Plan) SetForks(n int64) {
+	p.Provenance.Forks = &n
+}
+
+// MovePaths rewrites the file paths the provenance records (Binary, Sites
+// and Trace) with move, for a plan whose files moved.
+func (p *Plan) MovePaths(move func(string) string) {
+	pv := &p.Provenance
+	pv.Binary, pv.Sites, pv.Trace = move(pv.Binary), move(pv.Sites), move(pv.Trace)
+}
+
+// SiteIDs returns every site id p mentions (locations, partners,
+// interference sets and bugs), sorted, without 0.
+func (p *Plan) SiteIDs() []uint32 {
+	var ids []uint32
+	for _, l := range p.Locations {
+		ids = append(ids, l.Site)
+		for _, pr := range l.Pairs {
+			ids = append(ids, pr.Second)
+		}
+		ids = append(ids, l.Interference...)
+	}
+	for _, b := range p.Bugs {
+		ids = append(ids, b.Delayed, b.Failing)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) > 0 && ids[0] == 0 {
+		ids = ids[1:]
+	}
+	return ids
+}
+
+// Remap renames p's sites by m (old id → new id), for a plan made on an
+// earlier build of its test: a location, pair, interference entry or bug
+// whose site m does not map is dropped (a bug needs its delayed site
+// only; an unmapped failing site becomes 0), and a location left without
+// pairs goes too. Sort orders are restored; when two old locations map to
+// one site, the first is kept.
+func (p *Plan) Remap(m map[uint32]uint32) {
+	var locs []Location
+	for _, l := range p.Locations {
+		site, ok := m[l.Site]
+		if !ok {
+			continue
+		}
+		l.Site = site
+		var pairs []Pair
+		for _, pr := range l.Pairs {
+			if s, ok := m[pr.Second]; ok {
+				pr.First, pr.Second = site, s
+				pairs = append(pairs, pr)
+			}
+		}
+		if len(pairs) == 0 {
+			continue
+		}
+		slices.SortFunc(pairs, func(a, b Pair) int {
+			if a.Second != b.Second {
+				return cmp.Compare(a.Second, b.Second)
+			}
+			return strings.Compare(string(a.Kind), string(b.Kind))
+		})
+		l.Pairs = pairs
+		var interf []uint32
+		for _, s := range l.Interference {
+			if t, ok := m[s]; ok {
+				interf = append(interf, t)
+			}
+		}
+		slices.Sort(interf)
+		l.Interference = slices.Compact(interf)
+		locs = append(locs, l)
+	}
+	slices.SortStableFunc(locs, func(a, b Location) int { return cmp.Compare(a.Site, b.Site) })
+	p.Locations = slices.CompactFunc(locs, func(a, b Location) bool { return a.Site == b.Site })
+	var bugs []Bug
+	for _, b := range p.Bugs {
+		if d, ok := m[b.Delayed]; ok {
+			b.Delayed, b.Failing = d, m[b.Failing]
+			bugs = append(bugs, b)
+		}
+	}
+	p.Bugs = bugs
+}

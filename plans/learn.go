@@ -2,6 +2,7 @@ package plans
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 )
 
@@ -80,4 +81,76 @@ func (p *Plan) AddNew(fresh *Plan, limit int) int {
 		slices.Sort(l.Interference)
 	}
 	return added
+}
+
+// MarkFrom sets the origin (Pair.From) of every pair of p to from, except
+// the predicted pairs', which keep FromPredicted whichever run's trace
+// they came from.
+func (p *Plan) MarkFrom(from string) {
+	for i := range p.Locations {
+		for k := range p.Locations[i].Pairs {
+			if pr := &p.Locations[i].Pairs[k]; pr.From != FromPredicted {
+				pr.From = from
+			}
+		}
+	}
+}
+
+// CountLearnRun records one more recording run made for p because it had
+// no candidates (Provenance.Learned).
+func (p *Plan) CountLearnRun() {
+	p.Provenance.Learned++
+}
+
+// MergeLearned returns p, a plan without candidates, merged with fresh,
+// the plan analyzed from a recording run of its test, and how many
+// candidate pairs that added (also counted in the result's
+// Provenance.LearnedCandidates). No candidate set was built with p's
+// analysis parameters, so fresh's (δ, the maximum delay and the load
+// factor they were scaled by) replace them; p's provenance, runs and bugs
+// stay. fresh's pairs are marked FromLearn (MarkFrom). Neither input is
+// modified.
+func MergeLearned(p, fresh *Plan) (*Plan, int, error) {
+	if len(p.Locations) > 0 {
+		return nil, 0, errors.New("merge learned candidates: the plan has candidates")
+	}
+	a := *p
+	a.Params.NearMissNs, a.Params.MaxDelayNs = fresh.Params.NearMissNs, fresh.Params.MaxDelayNs
+	a.Params.LoadFactor = fresh.Params.LoadFactor
+	f := fresh.Clone()
+	f.MarkFrom(FromLearn)
+	merged, err := Merge(&a, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	k := merged.pairCount()
+	merged.Provenance.LearnedCandidates += k
+	return merged, k, nil
+}
+
+// CountDetectRecord records one more detection run of p that also recorded
+// its events (Provenance.DetectRecorded).
+func (p *Plan) CountDetectRecord() {
+	p.Provenance.DetectRecorded++
+}
+
+// AddDetected adds to p the candidate pairs of fresh, the plan analyzed
+// with p's analysis parameters from the trace of a detection run that also
+// recorded, that p lacks: at most MaxDetectCandidates of them (AddNew),
+// marked FromDetect (MarkFrom; fresh is modified) and counted in
+// Provenance.DetectCandidates. It returns how many it added.
+func (p *Plan) AddDetected(fresh *Plan) int {
+	fresh.MarkFrom(FromDetect)
+	n := p.AddNew(fresh, MaxDetectCandidates)
+	p.Provenance.DetectCandidates += n
+	return n
+}
+
+// pairCount is the number of candidate pairs of p, pruned or not.
+func (p *Plan) pairCount() int {
+	n := 0
+	for i := range p.Locations {
+		n += len(p.Locations[i].Pairs)
+	}
+	return n
 }

@@ -60,3 +60,77 @@ func TestAddNew(t *testing.T) {
 		t.Errorf("invalid after bounded AddNew: %v", err)
 	}
 }
+
+func TestMarkFrom(t *testing.T) {
+	p := samplePlan()
+	p.Locations[0].Pairs[1].From = FromPredicted
+	p.MarkFrom(FromLearn)
+	for _, l := range p.Locations {
+		for _, pr := range l.Pairs {
+			want := FromLearn
+			if pr.First == 3 && pr.Second == 9 {
+				want = FromPredicted
+			}
+			if pr.From != want {
+				t.Errorf("pair %d→%d from %q, want %q", pr.First, pr.Second, pr.From, want)
+			}
+		}
+	}
+}
+
+// TestMergeLearned: a plan without candidates takes a learning run's
+// pairs, marked, and its analysis parameters, and keeps its own history.
+func TestMergeLearned(t *testing.T) {
+	p := &Plan{Version: Version, Params: DefaultParams(), Provenance: Provenance{Package: "example.com/m", Test: "TestX", Trace: "prep.arrows"},
+		Runs: []Run{{N: 1, Outcome: "pass"}}}
+	p.CountLearnRun()
+	fresh := samplePlan()
+	fresh.Params.NearMissNs, fresh.Params.MaxDelayNs, fresh.Params.LoadFactor = 2e8, 2e8, 2
+	m, k, err := MergeLearned(p, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k != 3 || m.Provenance.LearnedCandidates != 3 || m.Provenance.Learned != 1 {
+		t.Errorf("added %d, provenance %+v", k, m.Provenance)
+	}
+	if m.Params.NearMissNs != 2e8 || m.Params.MaxDelayNs != 2e8 || m.Params.LoadFactor != 2 || m.Params.Alpha != p.Params.Alpha {
+		t.Errorf("params %+v", m.Params)
+	}
+	if len(m.Runs) != 1 || m.Provenance.Trace != "prep.arrows" {
+		t.Errorf("history lost: runs %v, provenance %+v", m.Runs, m.Provenance)
+	}
+	for _, l := range m.Locations {
+		for _, pr := range l.Pairs {
+			if pr.From != FromLearn {
+				t.Errorf("pair %d→%d from %q", pr.First, pr.Second, pr.From)
+			}
+		}
+	}
+	if p.Params.NearMissNs != DefaultNearMissNs || fresh.Locations[0].Pairs[0].From != "" {
+		t.Errorf("inputs changed")
+	}
+	if err := m.Validate(); err != nil {
+		t.Error(err)
+	}
+	if _, _, err := MergeLearned(m, fresh); err == nil {
+		t.Errorf("merging into a plan with candidates succeeded")
+	}
+}
+
+// TestAddDetected: a recording detection run counts; its new pairs join,
+// marked and counted.
+func TestAddDetected(t *testing.T) {
+	p := samplePlan()
+	p.CountDetectRecord()
+	fresh := samplePlan()
+	fresh.Locations[1].Pairs = append(fresh.Locations[1].Pairs, Pair{Kind: UseAfterDispose, First: 7, Second: 11, Count: 1})
+	if n := p.AddDetected(fresh); n != 1 {
+		t.Fatalf("added %d, want 1", n)
+	}
+	if p.Provenance.DetectRecorded != 1 || p.Provenance.DetectCandidates != 1 {
+		t.Errorf("provenance %+v", p.Provenance)
+	}
+	if l := p.Location(7); len(l.Pairs) != 2 || l.Pairs[1].From != FromDetect || l.Pairs[0].From != "" {
+		t.Errorf("location 7: %+v", l.Pairs)
+	}
+}

@@ -201,3 +201,15 @@ func (o Overrides) ApplyDetection(p *Params) {
 		p.MaxDelayPerRunNs = int64(o.MaxDelayPerRun)
 	}
 }
+
+// ForRun returns the plan one detection run reads: a copy of p whose
+// parameters carry the run's stretch and scheduling slack for the load
+// factor load at its start (RunStretch, RunSlack; noScale: not scaled by
+// load). p keeps the learned lengths. The copy shares p's locations, runs
+// and bugs: it is for saving, not for changing.
+func (p *Plan) ForRun(load float64, noScale bool) *Plan {
+	c := *p
+	c.Params.SlackNs = RunSlack(load, noScale)
+	c.Params.Stretch = RunStretch(load, noScale)
+	return &c
+}

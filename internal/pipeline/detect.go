@@ -338,11 +338,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	}
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
-	rp := *plan
-	lf := loadFactor()
-	rp.Params.SlackNs = plans.RunSlack(lf, o.Params.NoLoadScale)
-	rp.Params.Stretch = plans.RunStretch(lf, o.Params.NoLoadScale)
-	if err := plans.Save(runPlan, &rp); err != nil {
+	if err := plans.Save(runPlan, plan.ForRun(loadFactor(), o.Params.NoLoadScale)); err != nil {
 		return nil, err
 	}
 	env := []string{

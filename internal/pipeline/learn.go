@@ -64,7 +64,7 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 			return nil, "", err
 		}
 		runs++
-		plan.Provenance.Learned = n
+		plan.CountLearnRun()
 		if res.TimedOut || res.ExitCode != 0 {
 			// A failing recording run teaches nothing; the detection
 			// runs that follow (if any) will show the failure.
@@ -77,19 +77,13 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		if err != nil {
 			return nil, "", &testError{phase: "analyze", note: "analysis failed", err: err}
 		}
-		// plan has no candidates (the loop's condition), so no candidate
-		// set was built with its δ: the learning run's analysis parameters
-		// (δ and maximum delay scaled for the load now) replace them, and
-		// the merge keeps plan's provenance, runs and bugs.
-		plan.Params.NearMissNs, plan.Params.MaxDelayNs = fresh.Params.NearMissNs, fresh.Params.MaxDelayNs
-		plan.Params.LoadFactor = fresh.Params.LoadFactor
-		markFrom(fresh, plans.FromLearn)
-		merged, err := plans.Merge(plan, fresh)
+		// plan has no candidates (the loop's condition): the learning
+		// run's analysis parameters (δ and maximum delay scaled for the
+		// load now) replace its own.
+		merged, k, err := plans.MergeLearned(plan, fresh)
 		if err != nil {
 			return nil, "", err
 		}
-		k := countPairs(merged) - countPairs(plan)
-		merged.Provenance.LearnedCandidates += k
 		added += k
 		plan = merged
 		if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
@@ -107,18 +101,6 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 		}
 	})
 	return plan, fmt.Sprintf("learned %d candidate pairs in %d recording run(s)", added, runs), nil
-}
-
-// markFrom sets the origin of every pair of p but the predicted ones,
-// which keep their mark.
-func markFrom(p *plans.Plan, from string) {
-	for i := range p.Locations {
-		for k := range p.Locations[i].Pairs {
-			if pr := &p.Locations[i].Pairs[k]; pr.From != plans.FromPredicted {
-				pr.From = from
-			}
-		}
-	}
 }
 
 // recordsRun reports whether detection run k (0-based, in this detect
@@ -141,7 +123,7 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 	arrows := r.base + ".arrows"
 	defer os.Remove(raw)
 	defer os.Remove(arrows)
-	plan.Provenance.DetectRecorded++
+	plan.CountDetectRecord()
 	added := 0
 	if rr.Status == report.Pass || rr.Status == report.Fail {
 		if _, err := os.Stat(raw); err != nil {
@@ -161,9 +143,7 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		if err != nil {
 			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
 		}
-		markFrom(fresh, plans.FromDetect)
-		added = plan.AddNew(fresh, plans.MaxDetectCandidates)
-		plan.Provenance.DetectCandidates += added
+		added = plan.AddDetected(fresh)
 	}
 	if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
 		return err
@@ -173,14 +153,6 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		s.DetectLearned += added
 	})
 	return nil
-}
-
-func countPairs(p *plans.Plan) int {
-	n := 0
-	for _, l := range p.Locations {
-		n += len(l.Pairs)
-	}
-	return n
 }
 
 // paren is " (s)", or "" for an empty s.

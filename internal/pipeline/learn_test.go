@@ -281,3 +281,11 @@ func TestDetectionRunsLearn(t *testing.T) {
 		t.Fatalf("detect recorded after %d recording runs", plans.MaxDetectRecord)
 	}
 }
+
+func countPairs(p *plans.Plan) int {
+	n := 0
+	for _, l := range p.Locations {
+		n += len(l.Pairs)
+	}
+	return n
+}

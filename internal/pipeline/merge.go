@@ -147,8 +147,7 @@ func (m *merger) plans() error {
 		if err != nil {
 			return err
 		}
-		pv := &b.Provenance
-		pv.Binary, pv.Sites, pv.Trace = m.moved(pv.Binary), m.moved(pv.Sites), m.moved(pv.Trace)
+		b.MovePaths(m.moved)
 		a, err := plans.Load(dst)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

@@ -201,17 +201,13 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if err != nil {
 		return nil, nil, err
 	}
-	plan.Provenance.Package = pkg
-	plan.Provenance.Test = test
-	plan.Provenance.Binary = j.pkg.Binary
-	plan.Provenance.Sites = j.pkg.Sites
-	plan.Provenance.BinaryHash = j.pkg.hash
+	// The package and test come from meta, written into the trace.
+	plan.SetBuild(j.pkg.Binary, j.pkg.Sites, j.pkg.hash)
 	if stats != nil {
 		// One fork row of every trace is the test goroutine adopting
 		// TestMain's token (hook.AdoptTests: package init ordered before
 		// the test), not a goroutine the test started.
-		forks := max(stats.Forks-1, 0)
-		plan.Provenance.Forks = &forks
+		plan.SetForks(max(stats.Forks-1, 0))
 	}
 	return plan, stats, nil
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -182,7 +181,7 @@ func newReplay(o *ReproduceOptions, pb *pkgBuild, b *report.Bug) (*replay, error
 			}
 		}
 		m := mapSites(old, tab, plan)
-		remapPlan(plan, m)
+		plan.Remap(m)
 		var ok bool
 		if delayed, ok = m[delayed]; !ok {
 			fmt.Fprintf(o.Stderr, "the delayed site %s:%d (%s) is not in the new build: the delay that exposed the bug cannot happen\n",
@@ -190,9 +189,7 @@ func newReplay(o *ReproduceOptions, pb *pkgBuild, b *report.Bug) (*replay, error
 		}
 		failing = m[failing]
 	}
-	plan.Provenance.BinaryHash = pb.hash
-	plan.Provenance.Binary = pb.Binary
-	plan.Provenance.Sites = pb.Sites
+	plan.SetBuild(pb.Binary, pb.Sites, pb.hash)
 	return &replay{o: o, pb: pb, b: b, plan: plan, tab: tab, delayed: delayed, failing: failing}, nil
 }
 
@@ -284,7 +281,7 @@ func extraArgs(cmd []string) []string {
 // and function nearest in line. Sites with no counterpart are left out.
 func mapSites(old, cur *sites.Table, plan *plans.Plan) map[uint32]uint32 {
 	m := map[uint32]uint32{}
-	ids := planSites(plan)
+	ids := plan.SiteIDs()
 	for _, id := range ids {
 		var os sites.Site
 		found := false
@@ -322,80 +319,6 @@ func sameSite(a, b sites.Site) bool {
 	return filepath.Base(a.File) == filepath.Base(b.File) && a.Kind == b.Kind && a.Expr == b.Expr
 }
 
-// planSites lists every site id plan mentions, sorted.
-func planSites(p *plans.Plan) []uint32 {
-	set := map[uint32]bool{}
-	for _, l := range p.Locations {
-		set[l.Site] = true
-		for _, pr := range l.Pairs {
-			set[pr.Second] = true
-		}
-		for _, s := range l.Interference {
-			set[s] = true
-		}
-	}
-	for _, b := range p.Bugs {
-		set[b.Delayed] = true
-		set[b.Failing] = true
-	}
-	delete(set, 0)
-	ids := make([]uint32, 0, len(set))
-	for id := range set {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// remapPlan renames the plan's sites by m, dropping what m does not map,
-// and restores the plan's sort orders.
-func remapPlan(p *plans.Plan, m map[uint32]uint32) {
-	var locs []plans.Location
-	for _, l := range p.Locations {
-		site, ok := m[l.Site]
-		if !ok {
-			continue
-		}
-		l.Site = site
-		var pairs []plans.Pair
-		for _, pr := range l.Pairs {
-			if s, ok := m[pr.Second]; ok {
-				pr.First, pr.Second = site, s
-				pairs = append(pairs, pr)
-			}
-		}
-		if len(pairs) == 0 {
-			continue
-		}
-		slices.SortFunc(pairs, func(a, b plans.Pair) int {
-			if a.Second != b.Second {
-				return cmp.Compare(a.Second, b.Second)
-			}
-			return strings.Compare(string(a.Kind), string(b.Kind))
-		})
-		l.Pairs = pairs
-		var interf []uint32
-		for _, s := range l.Interference {
-			if t, ok := m[s]; ok {
-				interf = append(interf, t)
-			}
-		}
-		slices.Sort(interf)
-		l.Interference = slices.Compact(interf)
-		locs = append(locs, l)
-	}
-	slices.SortFunc(locs, func(a, b plans.Location) int { return cmp.Compare(a.Site, b.Site) })
-	p.Locations = slices.CompactFunc(locs, func(a, b plans.Location) bool { return a.Site == b.Site })
-	var bugs []plans.Bug
-	for _, b := range p.Bugs {
-		if d, ok := m[b.Delayed]; ok {
-			b.Delayed, b.Failing = d, m[b.Failing]
-			bugs = append(bugs, b)
-		}
-	}
-	p.Bugs = bugs
-}
-
 // saveBundle keeps what reproducing bug needs under the reports directory
 // (docs/report-format.md): a copy of the plan the run read and the site
 // table entries that plan mentions, and points the bug's reproduce record
@@ -413,7 +336,7 @@ func saveBundle(ws *workdir.Dir, self string, j job, runPlan string, plan *plans
 		return err
 	}
 	sub := &sites.Table{Package: tab.Package}
-	for _, id := range planSites(plan) {
+	for _, id := range plan.SiteIDs() {
 		if s, ok := tab.Lookup(id); ok {
 			sub.Sites = append(sub.Sites, s)
 		}

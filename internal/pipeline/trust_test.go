@@ -76,7 +76,7 @@ func TestMapSites(t *testing.T) {
 	if _, ok := m[300]; ok {
 		t.Errorf("site 300 (gone) mapped to %d", m[300])
 	}
-	remapPlan(plan, m)
+	plan.Remap(m)
 	if len(plan.Locations) != 1 || plan.Locations[0].Site != 111 || len(plan.Locations[0].Pairs) != 1 ||
 		plan.Locations[0].Pairs[0].First != 111 || plan.Locations[0].Pairs[0].Second != 223 {
 		t.Errorf("remapped plan: %+v", plan.Locations)

@@ -2,7 +2,7 @@ package abi
 
 // The run log is the JSON-lines file (EnvLog) a detection run appends to,
 // one object per line, written by package inject as things happen and read
-// by package inject/report (docs/report-format.md, "Run log"). Every
+// by package internal/report (docs/report-format.md, "Run log"). Every
 // object has "ev", the record kind, and "t", its time in ns since setup;
 // RunLog lists each kind's other keys.
 
@@ -46,17 +46,41 @@ const (
 	SkipProbability  = "probability"   // the draw said no (P < 1)
 )
 
-// Panic kinds: the "kind" field of EvPanic records (the names inject/report
-// gives the same panics).
+// PanicKind classifies a Go panic: the "kind" field of EvPanic records,
+// which the runtime writes before an instrumented operation panics, and
+// the kind the wafl process gives a crash it parses (internal/report).
+// This is the one list of them.
+type PanicKind string
+
+// The panic kinds a MEMORDER bug produces, and the rest.
 const (
-	PanicCloseClosed = "close-closed" // close of closed channel
-	PanicCloseNil    = "close-nil"    // close of nil channel
-	PanicSendClosed  = "send-closed"  // send on closed channel
-	// A dereferencing use (hook.Deref) found its slot nil at a site the
-	// plan mentions, after the site's event and its delay.
-	PanicNilDeref = "nil-deref" // invalid memory address or nil pointer dereference
-	PanicNilMap   = "nil-map"   // assignment to entry in nil map
+	// PanicNilDeref: invalid memory address or nil pointer dereference
+	// (also a nil func call). The runtime logs it when a dereferencing
+	// use (hook.Deref) finds its slot nil at a site the plan mentions,
+	// after the site's event and its delay.
+	PanicNilDeref    PanicKind = "nil-deref"
+	PanicNilMap      PanicKind = "nil-map"      // assignment to entry in nil map
+	PanicSendClosed  PanicKind = "send-closed"  // send on closed channel
+	PanicCloseClosed PanicKind = "close-closed" // close of closed channel
+	PanicCloseNil    PanicKind = "close-nil"    // close of nil channel
+	// A sync.WaitGroup used out of order: Done before the matching Add,
+	// Add for a new round before the previous Wait has returned (or
+	// concurrently with it). Only crashes have these; the runtime does
+	// not log them.
+	PanicWGNegative PanicKind = "waitgroup-negative" // sync: negative WaitGroup counter
+	PanicWGReuse    PanicKind = "waitgroup-reuse"    // sync: WaitGroup is reused before previous Wait has returned / misuse
+	PanicTimeout    PanicKind = "timeout"            // the testing package's -test.timeout panic
+	PanicOther      PanicKind = "other"              // any other panic or fatal error
 )
+
+// Memorder reports whether k is one of the panics a MEMORDER bug causes.
+func (k PanicKind) Memorder() bool {
+	switch k {
+	case PanicNilDeref, PanicNilMap, PanicSendClosed, PanicCloseClosed, PanicCloseNil, PanicWGNegative, PanicWGReuse:
+		return true
+	}
+	return false
+}
 
 // Kinds of dereferencing use: the kind argument of hook.Deref, which the
 // generated helpers pass as a constant (instrument/derefs.go).

@@ -9,7 +9,7 @@
 // site the plan does not mention or whose location left S. The rules
 // (probability decay, interference, caps, happens-before inference,
 // reorders, the drain) and the JSON-lines run log are specified in
-// docs/report-format.md; package inject/report reads the log on the wafl
+// docs/report-format.md; package internal/report reads the log on the wafl
 // side. Every random decision comes from WAFL_SEED: the n-th dynamic
 // instance of a site draws from a counter-based stream keyed by (seed,
 // site), so a seed and a plan repeat the same decisions.

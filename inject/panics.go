@@ -92,18 +92,18 @@ func AtDeref(site uint32, obj unsafe.Pointer, kind uint8) {
 }
 
 //go:noinline
-func notePanic(site uint32, obj unsafe.Pointer, kind string) {
+func notePanic(site uint32, obj unsafe.Pointer, kind abi.PanicKind) {
 	if e := eng; e != nil {
 		e.logPanic(site, lcc.Goid(), uintptr(obj), kind)
 	}
 }
 
 // logPanic logs that goroutine g is about to panic at site.
-func (e *engine) logPanic(site uint32, g uint64, obj uintptr, kind string) {
+func (e *engine) logPanic(site uint32, g uint64, obj uintptr, kind abi.PanicKind) {
 	e.panics.Add(1)
 	if e.log == nil || e.log.panics.Add(1) > abi.MaxPanicRecords {
 		return
 	}
 	e.log.write(newRec(abi.EvPanic, e.clk.now()).uint("site", uint64(site)).uint("g", g).
-		uint("obj", uint64(obj)).str("kind", kind))
+		uint("obj", uint64(obj)).str("kind", string(kind)))
 }

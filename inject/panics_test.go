@@ -34,11 +34,11 @@ func TestClosingAndSendingLogPanics(t *testing.T) {
 	Sending(6, chanPtr(shut))
 	Closing(7, unsafe.Pointer(nil))
 	Sending(8, unsafe.Pointer(nil)) // blocks forever, does not panic
-	want := map[float64]string{5: abi.PanicCloseClosed, 6: abi.PanicSendClosed, 7: abi.PanicCloseNil}
-	got := map[float64]string{}
+	want := map[float64]abi.PanicKind{5: abi.PanicCloseClosed, 6: abi.PanicSendClosed, 7: abi.PanicCloseNil}
+	got := map[float64]abi.PanicKind{}
 	for _, r := range e.records(t) {
 		if r["ev"] == abi.EvPanic {
-			got[r["site"].(float64)] = r["kind"].(string)
+			got[r["site"].(float64)] = abi.PanicKind(r["kind"].(string))
 		}
 	}
 	if len(got) != len(want) {
@@ -77,12 +77,12 @@ func TestAtDerefLogsNilAtPlannedSites(t *testing.T) {
 	AtDeref(2, unsafe.Pointer(&nilMap), abi.UseMapWrite) // partner, nil map: logged
 	AtDeref(2, unsafe.Pointer(&full), abi.UseDeref)      // not nil
 	AtDeref(9, unsafe.Pointer(&nilPtr), abi.UseDeref)    // unplanned
-	want := map[float64]string{1: abi.PanicNilDeref, 2: abi.PanicNilMap}
-	got := map[float64]string{}
+	want := map[float64]abi.PanicKind{1: abi.PanicNilDeref, 2: abi.PanicNilMap}
+	got := map[float64]abi.PanicKind{}
 	n := 0
 	for _, r := range e.records(t) {
 		if r["ev"] == abi.EvPanic {
-			got[r["site"].(float64)] = r["kind"].(string)
+			got[r["site"].(float64)] = abi.PanicKind(r["kind"].(string))
 			n++
 		}
 	}

@@ -12,7 +12,7 @@ const (
 )
 
 // RunOutcome is what one finished detection run did, in the plan's terms:
-// the input of ApplyRun. inject/report builds it from the run's log and
+// the input of ApplyRun. internal/report builds it from the run's log and
 // crash output.
 type RunOutcome struct {
 	// Run is the record appended to Plan.Runs.

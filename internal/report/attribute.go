@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -50,13 +51,13 @@ func (a *Attribution) how() *Attribution {
 // allowed reports whether a panic of kind k can come from a bug of kind b:
 // a use before init finds a zero slot (nil pointer, map, func or
 // channel); a use after dispose finds a nil slot or a closed channel.
-func allowed(b plans.Kind, k PanicKind) bool {
+func allowed(b plans.Kind, k abi.PanicKind) bool {
 	switch k {
-	case NilDeref, NilMap, CloseNil:
+	case abi.PanicNilDeref, abi.PanicNilMap, abi.PanicCloseNil:
 		return true
-	case SendClosed, CloseClosed:
+	case abi.PanicSendClosed, abi.PanicCloseClosed:
 		return b == plans.UseAfterDispose
-	case WGNegative, WGReuse:
+	case abi.PanicWGNegative, abi.PanicWGReuse:
 		// Done or Wait ran before the Add it pairs with (delayed Add).
 		return b == plans.UseBeforeInit
 	}
@@ -296,12 +297,12 @@ func touchedDuring(lg *Log, id, g uint64) bool {
 // pickSite chooses among the sites of one line the one the panic kind
 // points at: a close for close panics, a send for a send on a closed
 // channel, else the first.
-func pickSite(tab *sites.Table, ids []uint32, k PanicKind) uint32 {
+func pickSite(tab *sites.Table, ids []uint32, k abi.PanicKind) uint32 {
 	want := ""
 	switch k {
-	case CloseClosed, CloseNil:
+	case abi.PanicCloseClosed, abi.PanicCloseNil:
 		want = "close"
-	case SendClosed:
+	case abi.PanicSendClosed:
 		want = "send"
 	}
 	if want != "" && tab != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -29,7 +30,7 @@ func attrFixture() (*plans.Plan, *sites.Table) {
 	return p, tab
 }
 
-func crashAt(kind PanicKind, g int64, file string, line int) *Crash {
+func crashAt(kind abi.PanicKind, g int64, file string, line int) *Crash {
 	f := Frame{Func: "example.com/p.F", File: file, Line: line}
 	return &Crash{Panic: string(kind), Kind: kind, Goroutine: g, Failing: f,
 		Goroutines: []Goroutine{{ID: g, State: "running", Frames: []Frame{{Func: "panic"}, f, {Func: "example.com/p.G", File: "/m/p/b.go", Line: 5}}}}}
@@ -60,19 +61,19 @@ func TestAttributeRules(t *testing.T) {
 		kind    plans.Kind
 		failing uint32
 	}{
-		{"use-before-init at a line with two sites", logWith(ubiDelay), crashAt(NilDeref, 20, "/m/p/a.go", 10), plans.UseBeforeInit, 2},
-		{"use-before-init, trimpath frame", logWith(ubiDelay), crashAt(NilMap, 20, "p/a.go", 10), plans.UseBeforeInit, 2},
-		{"use-before-init in the delayed goroutine", logWith(ubiDelay), crashAt(NilDeref, 10, "/m/p/a.go", 10), "", 0},
-		{"send on closed channel is no use-before-init", logWith(ubiDelay), crashAt(SendClosed, 20, "/m/p/a.go", 10), "", 0},
-		{"no delay at ℓ1", logWith(uadDelay), crashAt(NilDeref, 20, "/m/p/a.go", 10), "", 0},
-		{"use-before-init after the delay ended", logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}), crashAt(NilDeref, 20, "/m/p/a.go", 10), "", 0},
-		{"use-before-init, ended delay, read during it", withReorder(logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}), Reorder{First: 3, Second: 2, Delay: 1, G: 20, DelayG: 10}), crashAt(NilDeref, 20, "/m/p/a.go", 10), plans.UseBeforeInit, 2},
-		{"use-after-dispose in the delayed goroutine", logWith(uadDelay), crashAt(SendClosed, 11, "/m/p/a.go", 30), plans.UseAfterDispose, 4},
-		{"use-after-dispose in another goroutine", logWith(uadDelay), crashAt(NilDeref, 12, "/m/p/a.go", 30), "", 0},
-		{"use-after-dispose before the delay ended", logWith(&Delay{ID: 2, Site: 4, G: 11}), crashAt(NilDeref, 11, "/m/p/a.go", 30), "", 0},
-		{"not a MEMORDER panic", logWith(ubiDelay), crashAt(OtherPanic, 20, "/m/p/a.go", 10), "", 0},
-		{"line without sites", logWith(ubiDelay), crashAt(NilDeref, 20, "/m/p/a.go", 11), "", 0},
-		{"other file", logWith(ubiDelay), crashAt(NilDeref, 20, "/m/q/a.go", 10), "", 0},
+		{"use-before-init at a line with two sites", logWith(ubiDelay), crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 10), plans.UseBeforeInit, 2},
+		{"use-before-init, trimpath frame", logWith(ubiDelay), crashAt(abi.PanicNilMap, 20, "p/a.go", 10), plans.UseBeforeInit, 2},
+		{"use-before-init in the delayed goroutine", logWith(ubiDelay), crashAt(abi.PanicNilDeref, 10, "/m/p/a.go", 10), "", 0},
+		{"send on closed channel is no use-before-init", logWith(ubiDelay), crashAt(abi.PanicSendClosed, 20, "/m/p/a.go", 10), "", 0},
+		{"no delay at ℓ1", logWith(uadDelay), crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 10), "", 0},
+		{"use-before-init after the delay ended", logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}), crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 10), "", 0},
+		{"use-before-init, ended delay, read during it", withReorder(logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}), Reorder{First: 3, Second: 2, Delay: 1, G: 20, DelayG: 10}), crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 10), plans.UseBeforeInit, 2},
+		{"use-after-dispose in the delayed goroutine", logWith(uadDelay), crashAt(abi.PanicSendClosed, 11, "/m/p/a.go", 30), plans.UseAfterDispose, 4},
+		{"use-after-dispose in another goroutine", logWith(uadDelay), crashAt(abi.PanicNilDeref, 12, "/m/p/a.go", 30), "", 0},
+		{"use-after-dispose before the delay ended", logWith(&Delay{ID: 2, Site: 4, G: 11}), crashAt(abi.PanicNilDeref, 11, "/m/p/a.go", 30), "", 0},
+		{"not a MEMORDER panic", logWith(ubiDelay), crashAt(abi.PanicOther, 20, "/m/p/a.go", 10), "", 0},
+		{"line without sites", logWith(ubiDelay), crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 11), "", 0},
+		{"other file", logWith(ubiDelay), crashAt(abi.PanicNilDeref, 20, "/m/q/a.go", 10), "", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestAttributeRules(t *testing.T) {
 // to that line (the nil value was passed on).
 func TestAttributeDeeperFrame(t *testing.T) {
 	p, tab := attrFixture()
-	c := crashAt(NilDeref, 20, "/m/lib/lib.go", 99)
+	c := crashAt(abi.PanicNilDeref, 20, "/m/lib/lib.go", 99)
 	c.Goroutines[0].Frames = append(c.Goroutines[0].Frames, Frame{Func: "example.com/p.H", File: "/m/p/a.go", Line: 10})
 	a, why := Attribute(p, tab, logWith(&Delay{ID: 1, Site: 3, G: 10, Ns: ms}), c)
 	if a == nil || a.Failing != 2 || a.Frame.Line != 10 {
@@ -115,7 +116,7 @@ func TestAttributePrefersInProgress(t *testing.T) {
 		&Delay{ID: 2, Site: 3, G: 12, Ns: ms, Start: 1},
 		&Delay{ID: 3, Site: 3, G: 13, Ns: ms, Start: 9, Ended: true})
 	lg.Delays[0].Ended = true
-	a, _ := Attribute(p, tab, lg, crashAt(NilDeref, 20, "/m/p/a.go", 10))
+	a, _ := Attribute(p, tab, lg, crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 10))
 	if a == nil || a.Delay.ID != 2 || !a.InProgress {
 		t.Fatalf("attribution %+v, want delay 2 (in progress)", a)
 	}
@@ -128,28 +129,28 @@ func TestAttributeReorder(t *testing.T) {
 	lg.Reorders = []Reorder{{T: 5, First: 3, Second: 2, Delay: 1, G: 20, DelayG: 10}}
 	// Goroutine 20 touched the delayed object at ℓ2 (site 2) during the
 	// delay, then double-closed at line 40.
-	a, why := Attribute(p, tab, lg, crashAt(CloseClosed, 20, "/m/p/a.go", 40))
+	a, why := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 20, "/m/p/a.go", 40))
 	if a == nil || !a.Reordered || a.Kind != plans.UseBeforeInit || a.Failing != 6 || a.Pair.Second != 2 {
 		t.Fatalf("attribution %+v (%s); want reordered use-before-init failing at the close (6)", a, why)
 	}
 	// Another goroutine panicking there is not explained by the reorder.
-	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 21, "/m/p/a.go", 40)); a != nil {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 21, "/m/p/a.go", 40)); a != nil {
 		t.Errorf("attributed a panic in a goroutine that did not run ℓ2: %+v", a)
 	}
 	// Nor is a panic at a line without sites.
-	if a, _ := Attribute(p, tab, lg, crashAt(NilDeref, 20, "/m/p/a.go", 41)); a != nil {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicNilDeref, 20, "/m/p/a.go", 41)); a != nil {
 		t.Errorf("attributed a panic at no site: %+v", a)
 	}
 	// Reaching ℓ1 itself during the delay (a second init) names ℓ1's
 	// use-before-init pair.
 	lg.Reorders = []Reorder{{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10}}
-	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 20, "/m/p/a.go", 40)); a == nil || a.Pair.Second != 2 {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 20, "/m/p/a.go", 40)); a == nil || a.Pair.Second != 2 {
 		t.Errorf("second init during the delay: %+v", a)
 	}
 	// A delay at a use-after-dispose location does not count.
 	lg = logWith(&Delay{ID: 1, Site: 4, G: 10, Ns: ms})
 	lg.Reorders = []Reorder{{T: 5, First: 4, Second: 1, Delay: 1, G: 20, DelayG: 10}}
-	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 20, "/m/p/a.go", 40)); a != nil {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 20, "/m/p/a.go", 40)); a != nil {
 		t.Errorf("attributed through a use-after-dispose delay: %+v", a)
 	}
 }
@@ -162,23 +163,23 @@ func TestAttributeStale(t *testing.T) {
 	p, tab := attrFixture()
 	d := &Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}
 	lg := withReorder(logWith(d), Reorder{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10})
-	a, why := Attribute(p, tab, lg, crashAt(CloseClosed, 10, "/m/p/a.go", 40))
+	a, why := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 10, "/m/p/a.go", 40))
 	if a == nil || !a.Reordered || !a.Stale || a.PartnerG != 20 || a.Kind != plans.UseBeforeInit ||
 		a.Failing != 6 || a.Pair.Second != 2 || a.How != HowAfterDelay {
 		t.Fatalf("attribution %+v (%s); want a stale reordered use-before-init failing at the close (6), partner goroutine 20", a, why)
 	}
 	// Only a panic two acting goroutines make counts.
-	if a, _ := Attribute(p, tab, lg, crashAt(CloseNil, 10, "/m/p/a.go", 40)); a != nil {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicCloseNil, 10, "/m/p/a.go", 40)); a != nil {
 		t.Errorf("attributed a close of a nil channel in the delayed goroutine: %+v", a)
 	}
 	// The delay must have ended: the delayed goroutine acts after it.
 	d.Ended = false
-	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 10, "/m/p/a.go", 40)); a != nil {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 10, "/m/p/a.go", 40)); a != nil {
 		t.Errorf("attributed a crash of the delayed goroutine during its delay: %+v", a)
 	}
 	d.Ended = true
 	// No other goroutine during the delay: nothing to explain the crash.
-	if a, _ := Attribute(p, tab, logWith(d), crashAt(CloseClosed, 10, "/m/p/a.go", 40)); a != nil {
+	if a, _ := Attribute(p, tab, logWith(d), crashAt(abi.PanicCloseClosed, 10, "/m/p/a.go", 40)); a != nil {
 		t.Errorf("attributed without a reorder: %+v", a)
 	}
 	// The panicking goroutine's own reorder wins over a stale one: goroutine
@@ -186,7 +187,7 @@ func TestAttributeStale(t *testing.T) {
 	d2 := &Delay{ID: 2, Site: 3, G: 30, Ns: ms}
 	lg = withReorder(logWith(d, d2), Reorder{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10},
 		Reorder{T: 4, First: 3, Second: 2, Delay: 2, G: 10, DelayG: 30})
-	if a, _ := Attribute(p, tab, lg, crashAt(CloseClosed, 10, "/m/p/a.go", 40)); a == nil || a.Stale || a.Delay.ID != 2 {
+	if a, _ := Attribute(p, tab, lg, crashAt(abi.PanicCloseClosed, 10, "/m/p/a.go", 40)); a == nil || a.Stale || a.Delay.ID != 2 {
 		t.Errorf("attribution %+v; want goroutine 10's own reorder (delay 2)", a)
 	}
 }
@@ -223,7 +224,7 @@ func TestTextStale(t *testing.T) {
 	p, tab := attrFixture()
 	d := &Delay{ID: 1, Site: 3, G: 10, Ns: ms, Ended: true}
 	lg := withReorder(logWith(d), Reorder{T: 5, First: 3, Second: 3, Delay: 1, G: 20, DelayG: 10})
-	c := crashAt(CloseClosed, 10, "/m/p/a.go", 40)
+	c := crashAt(abi.PanicCloseClosed, 10, "/m/p/a.go", 40)
 	a, why := Attribute(p, tab, lg, c)
 	if a == nil {
 		t.Fatal(why)
@@ -256,20 +257,20 @@ func TestCreditCheckActFromLog(t *testing.T) {
 	p := newPlan(pairLoc(plans.CheckThenAct, 7, 7, ms))
 	lg := logWith(&Delay{ID: 1, Site: 7, G: 3, Ns: ms, Ended: true})
 	lg.Skips = []Skip{{T: 5, Site: 7, G: 134, N: 82, Why: "interference", By: 7}}
-	a := creditPlanned(p, tab, lg, crashAt(CloseClosed, 134, "/m/p/a.go", 80))
+	a := creditPlanned(p, tab, lg, crashAt(abi.PanicCloseClosed, 134, "/m/p/a.go", 80))
 	if a == nil || a.Kind != plans.CheckThenAct || a.Failing != 8 || a.How != HowNatural || a.Delay.Site != 7 {
 		t.Fatalf("credit %+v; want check-then-act at the close (8), natural schedule", a)
 	}
 	// A goroutine the log does not show at the check is not credited.
-	if a := creditPlanned(p, tab, lg, crashAt(CloseClosed, 135, "/m/p/a.go", 80)); a != nil {
+	if a := creditPlanned(p, tab, lg, crashAt(abi.PanicCloseClosed, 135, "/m/p/a.go", 80)); a != nil {
 		t.Errorf("credited a goroutine that never reached the check: %+v", a)
 	}
 	// Nor a panic two acting goroutines do not make.
-	if a := creditPlanned(p, tab, lg, crashAt(CloseNil, 134, "/m/p/a.go", 80)); a != nil {
+	if a := creditPlanned(p, tab, lg, crashAt(abi.PanicCloseNil, 134, "/m/p/a.go", 80)); a != nil {
 		t.Errorf("credited a close of a nil channel: %+v", a)
 	}
 	// Nor a panic at no instrumented site.
-	if a := creditPlanned(p, tab, lg, crashAt(CloseClosed, 134, "/m/p/b.go", 12)); a != nil {
+	if a := creditPlanned(p, tab, lg, crashAt(abi.PanicCloseClosed, 134, "/m/p/b.go", 12)); a != nil {
 		t.Errorf("credited a panic at no site: %+v", a)
 	}
 }

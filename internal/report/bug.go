@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -28,9 +29,9 @@ type Bug struct {
 	// PanicKind classifies Panic ("nil-deref", "send-closed",
 	// "waitgroup-negative", …); the WaitGroup kinds have SARIF rules of
 	// their own.
-	PanicKind PanicKind `json:"panic_kind,omitempty"`
-	Package   string    `json:"package"`
-	Test      string    `json:"test"`
+	PanicKind abi.PanicKind `json:"panic_kind,omitempty"`
+	Package   string        `json:"package"`
+	Test      string        `json:"test"`
 	// Delayed is ℓ1, where the delay was injected; Failing the site the
 	// panicking goroutine was at.
 	Delayed Location `json:"delayed"`

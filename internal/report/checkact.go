@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -39,22 +40,12 @@ func attributeCheckAct(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, gid i
 
 // allowedCheckAct reports whether a panic of kind k can come from two
 // goroutines both acting on a check.
-func allowedCheckAct(k PanicKind) bool {
+func allowedCheckAct(k abi.PanicKind) bool {
 	switch k {
-	case CloseClosed, SendClosed, NilDeref, NilMap:
+	case abi.PanicCloseClosed, abi.PanicSendClosed, abi.PanicNilDeref, abi.PanicNilMap:
 		return true
 	}
 	return false
-}
-
-// panicText is the runtime's message for a panic the runtime logged
-// before it happened (abi.Panic* kinds are PanicKind names).
-var panicText = map[PanicKind]string{
-	CloseClosed: "close of closed channel",
-	CloseNil:    "close of nil channel",
-	SendClosed:  "send on closed channel",
-	NilDeref:    "runtime error: invalid memory address or nil pointer dereference",
-	NilMap:      "assignment to entry in nil map",
 }
 
 // attributeRecovered looks at the MEMORDER panics the runtime logged
@@ -80,10 +71,9 @@ func attributeRecovered(p *plans.Plan, tab *sites.Table, lg *Log) (*Attribution,
 
 // recoveredCrash builds the crash a recovered panic would have been.
 func recoveredCrash(tab *sites.Table, pn Panic) *Crash {
-	k := PanicKind(pn.Kind)
-	msg := panicText[k]
+	msg := panicText(pn.Kind)
 	if msg == "" {
-		msg = pn.Kind
+		msg = string(pn.Kind)
 	}
 	c := &Crash{Panic: msg, Kind: classify(msg), Recovered: true, Goroutine: int64(pn.G)}
 	var f Frame

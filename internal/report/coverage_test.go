@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -24,7 +25,7 @@ func TestAttributeLoadDerefs(t *testing.T) {
 		file string
 		line int
 	}{{"/m/p/a.go", 12}, {"/m/p/b.go", 7}, {"p/b.go", 7}} {
-		c := crashAt(NilDeref, 11, at.file, at.line)
+		c := crashAt(abi.PanicNilDeref, 11, at.file, at.line)
 		a, why := Attribute(p, tab, logWith(d), c)
 		if a == nil || a.Kind != plans.UseAfterDispose || a.Failing != 1 {
 			t.Fatalf("crash at %s:%d: attribution %+v (%s), want use-after-dispose at the load", at.file, at.line, a, why)
@@ -34,7 +35,7 @@ func TestAttributeLoadDerefs(t *testing.T) {
 			t.Errorf("failing %+v: want the load's line 10 and crash line %s:%d", b.Failing, at.file, at.line)
 		}
 	}
-	if a, _ := Attribute(p, tab, logWith(d), crashAt(NilDeref, 11, "/m/p/a.go", 13)); a != nil {
+	if a, _ := Attribute(p, tab, logWith(d), crashAt(abi.PanicNilDeref, 11, "/m/p/a.go", 13)); a != nil {
 		t.Errorf("crash on a line the load does not reach attributed: %+v", a)
 	}
 }
@@ -43,11 +44,11 @@ func TestAttributeLoadDerefs(t *testing.T) {
 // as use-before-init (a Done or Wait that ran during the delay of its Add)
 // and reported under their own SARIF rule.
 func TestWaitGroupKinds(t *testing.T) {
-	for msg, want := range map[string]PanicKind{
-		"sync: negative WaitGroup counter":                                 WGNegative,
-		"sync: WaitGroup is reused before previous Wait has returned":      WGReuse,
-		"sync: WaitGroup misuse: Add called concurrently with Wait":        WGReuse,
-		"runtime error: invalid memory address or nil pointer dereference": NilDeref,
+	for msg, want := range map[string]abi.PanicKind{
+		"sync: negative WaitGroup counter":                                 abi.PanicWGNegative,
+		"sync: WaitGroup is reused before previous Wait has returned":      abi.PanicWGReuse,
+		"sync: WaitGroup misuse: Add called concurrently with Wait":        abi.PanicWGReuse,
+		"runtime error: invalid memory address or nil pointer dereference": abi.PanicNilDeref,
 	} {
 		if got := classify(msg); got != want || !got.Memorder() {
 			t.Errorf("classify(%q) = %q, want %q (memorder)", msg, got, want)
@@ -58,13 +59,13 @@ func TestWaitGroupKinds(t *testing.T) {
 		{ID: 2, Kind: "wg-done", File: "/m/p/a.go", Line: 20, Expr: "b.wg"},
 	}}
 	p := newPlan(pairLoc(plans.UseBeforeInit, 1, 2, ms))
-	c := crashAt(WGNegative, 20, "/m/p/a.go", 20)
+	c := crashAt(abi.PanicWGNegative, 20, "/m/p/a.go", 20)
 	a, why := Attribute(p, tab, logWith(&Delay{ID: 1, Site: 1, G: 10, Ns: ms}), c)
 	if a == nil || a.Kind != plans.UseBeforeInit || a.Failing != 2 {
 		t.Fatalf("attribution %+v (%s), want use-before-init at the Done", a, why)
 	}
 	b := newBug(RunInput{Plan: p, Sites: tab, Package: "example.com/p", Test: "TestX"}, a, c)
-	if b.PanicKind != WGNegative {
+	if b.PanicKind != abi.PanicWGNegative {
 		t.Errorf("panic kind %q", b.PanicKind)
 	}
 	var out bytes.Buffer

@@ -7,58 +7,60 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/memorder/wafl/abi"
 )
 
-// PanicKind classifies a Go panic message.
-type PanicKind string
-
-// The panic kinds a MEMORDER bug produces, and the rest.
-const (
-	NilDeref    PanicKind = "nil-deref"    // invalid memory address or nil pointer dereference (also a nil func call)
-	NilMap      PanicKind = "nil-map"      // assignment to entry in nil map
-	SendClosed  PanicKind = "send-closed"  // send on closed channel
-	CloseClosed PanicKind = "close-closed" // close of closed channel
-	CloseNil    PanicKind = "close-nil"    // close of nil channel
-	// A sync.WaitGroup used out of order: Done before the matching Add,
-	// Add for a new round before the previous Wait has returned (or
-	// concurrently with it).
-	WGNegative PanicKind = "waitgroup-negative" // sync: negative WaitGroup counter
-	WGReuse    PanicKind = "waitgroup-reuse"    // sync: WaitGroup is reused before previous Wait has returned / misuse
-	Timeout    PanicKind = "timeout"            // the testing package's -test.timeout panic
-	OtherPanic PanicKind = "other"              // any other panic or fatal error
-)
-
-// Memorder reports whether k is one of the panics a MEMORDER bug causes.
-func (k PanicKind) Memorder() bool {
-	switch k {
-	case NilDeref, NilMap, SendClosed, CloseClosed, CloseNil, WGNegative, WGReuse:
-		return true
-	}
-	return false
+// panicMessages say how the Go runtime words each MEMORDER panic kind
+// (abi.PanicKind), in the order classify tries them: a message containing
+// one of match is of the kind; text is the whole message the runtime
+// prints, which a recovered panic's crash is given (recoveredCrash; "":
+// match[0]).
+var panicMessages = []struct {
+	kind  abi.PanicKind
+	match []string
+	text  string
+}{
+	{abi.PanicNilDeref, []string{"invalid memory address or nil pointer dereference"},
+		"runtime error: invalid memory address or nil pointer dereference"},
+	{abi.PanicNilMap, []string{"assignment to entry in nil map"}, ""},
+	{abi.PanicSendClosed, []string{"send on closed channel"}, ""},
+	{abi.PanicCloseClosed, []string{"close of closed channel"}, ""},
+	{abi.PanicCloseNil, []string{"close of nil channel"}, ""},
+	{abi.PanicWGNegative, []string{"sync: negative WaitGroup counter"}, ""},
+	{abi.PanicWGReuse, []string{
+		"sync: WaitGroup is reused before previous Wait has returned",
+		"sync: WaitGroup misuse: Add called concurrently with Wait",
+	}, ""},
 }
 
 // classify maps a panic message to its kind.
-func classify(msg string) PanicKind {
-	switch {
-	case strings.Contains(msg, "invalid memory address or nil pointer dereference"):
-		return NilDeref
-	case strings.Contains(msg, "assignment to entry in nil map"):
-		return NilMap
-	case strings.Contains(msg, "send on closed channel"):
-		return SendClosed
-	case strings.Contains(msg, "close of closed channel"):
-		return CloseClosed
-	case strings.Contains(msg, "close of nil channel"):
-		return CloseNil
-	case strings.Contains(msg, "sync: negative WaitGroup counter"):
-		return WGNegative
-	case strings.Contains(msg, "sync: WaitGroup is reused before previous Wait has returned"),
-		strings.Contains(msg, "sync: WaitGroup misuse: Add called concurrently with Wait"):
-		return WGReuse
-	case strings.HasPrefix(msg, "test timed out after"):
-		return Timeout
+func classify(msg string) abi.PanicKind {
+	for _, pm := range panicMessages {
+		for _, m := range pm.match {
+			if strings.Contains(msg, m) {
+				return pm.kind
+			}
+		}
 	}
-	return OtherPanic
+	if strings.HasPrefix(msg, "test timed out after") {
+		return abi.PanicTimeout
+	}
+	return abi.PanicOther
+}
+
+// panicText is the runtime's message for a panic of kind k, "" for a kind
+// the runtime has no message of its own for.
+func panicText(k abi.PanicKind) string {
+	for _, pm := range panicMessages {
+		if pm.kind == k {
+			if pm.text != "" {
+				return pm.text
+			}
+			return pm.match[0]
+		}
+	}
+	return ""
 }
 
 // Frame is one stack frame of a Go traceback.
@@ -84,8 +86,8 @@ type Crash struct {
 	// Panic is the panic message without the "panic: " prefix and the
 	// " [recovered]" marker; for a fatal runtime error it is the message
 	// after "fatal error: ".
-	Panic string    `json:"panic"`
-	Kind  PanicKind `json:"kind"`
+	Panic string        `json:"panic"`
+	Kind  abi.PanicKind `json:"kind"`
 	// Fatal is set for "fatal error:" crashes (deadlock, concurrent map
 	// writes), which are never MEMORDER panics.
 	Fatal bool `json:"fatal,omitempty"`
@@ -178,7 +180,7 @@ func ParseCrash(text []byte) *Crash {
 	}
 	c.Panic = msg
 	if c.Fatal {
-		c.Kind = OtherPanic
+		c.Kind = abi.PanicOther
 	} else {
 		c.Kind = classify(c.Panic)
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // The testdata/crash files are real outputs of Go 1.26 test binaries
@@ -12,7 +14,7 @@ import (
 func TestParseCrashFiles(t *testing.T) {
 	cases := []struct {
 		file       string
-		kind       PanicKind
+		kind       abi.PanicKind
 		panic      string
 		recovered  bool
 		fatal      bool
@@ -21,16 +23,16 @@ func TestParseCrashFiles(t *testing.T) {
 		failLine   int
 		goroutines int // at least
 	}{
-		{"repanicked.txt", NilDeref, "runtime error: invalid memory address or nil pointer dereference", true, false, 19, "cx.TestNil", 6, 1},
-		{"goroutine_all.txt", NilDeref, "runtime error: invalid memory address or nil pointer dereference", false, false, 20, "cx.TestGo.func1", 10, 3},
-		{"nil_map.txt", NilMap, "assignment to entry in nil map", true, false, 19, "cx.TestMap", 7, 1},
-		{"send_closed.txt", SendClosed, "send on closed channel", true, false, 7, "cx.TestSend", 9, 1},
-		{"close_closed.txt", CloseClosed, "close of closed channel", false, false, 8, "cx.TestCloseClosed.func1", 3, 1},
-		{"close_nil.txt", CloseNil, "close of nil channel", true, false, 0, "cx.TestCloseNil", 4, 1},
-		{"nil_func_system.txt", NilDeref, "runtime error: invalid memory address or nil pointer dereference", false, false, 20, "cx.TestGoFunc.func1", 5, 3},
-		{"multiline.txt", OtherPanic, "line one\nline two", true, false, 19, "cx.TestMulti", 6, 1},
-		{"fatal_map.txt", OtherPanic, "concurrent map writes", false, true, 0, "cx.TestDeadlockMap.func1", 7, 1},
-		{"timeout.txt", Timeout, "test timed out after 200ms\nrunning tests:\n\tTestSlow (0s)", false, false, 17, "time.goFunc", 0, 2},
+		{"repanicked.txt", abi.PanicNilDeref, "runtime error: invalid memory address or nil pointer dereference", true, false, 19, "cx.TestNil", 6, 1},
+		{"goroutine_all.txt", abi.PanicNilDeref, "runtime error: invalid memory address or nil pointer dereference", false, false, 20, "cx.TestGo.func1", 10, 3},
+		{"nil_map.txt", abi.PanicNilMap, "assignment to entry in nil map", true, false, 19, "cx.TestMap", 7, 1},
+		{"send_closed.txt", abi.PanicSendClosed, "send on closed channel", true, false, 7, "cx.TestSend", 9, 1},
+		{"close_closed.txt", abi.PanicCloseClosed, "close of closed channel", false, false, 8, "cx.TestCloseClosed.func1", 3, 1},
+		{"close_nil.txt", abi.PanicCloseNil, "close of nil channel", true, false, 0, "cx.TestCloseNil", 4, 1},
+		{"nil_func_system.txt", abi.PanicNilDeref, "runtime error: invalid memory address or nil pointer dereference", false, false, 20, "cx.TestGoFunc.func1", 5, 3},
+		{"multiline.txt", abi.PanicOther, "line one\nline two", true, false, 19, "cx.TestMulti", 6, 1},
+		{"fatal_map.txt", abi.PanicOther, "concurrent map writes", false, true, 0, "cx.TestDeadlockMap.func1", 7, 1},
+		{"timeout.txt", abi.PanicTimeout, "test timed out after 200ms\nrunning tests:\n\tTestSlow (0s)", false, false, 17, "time.goFunc", 0, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -113,7 +115,7 @@ FAIL	example.com/p	0.004s
 	if c == nil {
 		t.Fatal("no crash")
 	}
-	if !c.Recovered || c.Kind != NilDeref || c.Goroutine != 6 {
+	if !c.Recovered || c.Kind != abi.PanicNilDeref || c.Goroutine != 6 {
 		t.Errorf("recovered %v kind %s goroutine %d", c.Recovered, c.Kind, c.Goroutine)
 	}
 	if c.Failing != (Frame{Func: "example.com/p.(*Server).handle", File: "/src/p/server.go", Line: 42}) {
@@ -188,6 +190,27 @@ func TestParseFileLine(t *testing.T) {
 		f, n := parseFileLine(in)
 		if f != want.File || n != want.Line {
 			t.Errorf("parseFileLine(%q) = %q, %d; want %q, %d", in, f, n, want.File, want.Line)
+		}
+	}
+}
+
+// TestPanicMessages: every MEMORDER panic kind has the runtime's message,
+// and that message classifies as the kind.
+func TestPanicMessages(t *testing.T) {
+	kinds := []abi.PanicKind{abi.PanicNilDeref, abi.PanicNilMap, abi.PanicSendClosed, abi.PanicCloseClosed,
+		abi.PanicCloseNil, abi.PanicWGNegative, abi.PanicWGReuse, abi.PanicTimeout, abi.PanicOther}
+	for _, k := range kinds {
+		msg := panicText(k)
+		if !k.Memorder() {
+			if msg != "" {
+				t.Errorf("%s: not a MEMORDER kind but has message %q", k, msg)
+			}
+			continue
+		}
+		if msg == "" {
+			t.Errorf("%s: no message", k)
+		} else if got := classify(msg); got != k {
+			t.Errorf("classify(%q) = %s, want %s", msg, got, k)
 		}
 	}
 }

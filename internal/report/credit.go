@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/instrument/sites"
 	"github.com/memorder/wafl/plans"
 )
@@ -232,7 +233,7 @@ func PreparationBug(in PrepCrash) (*Bug, string) {
 		}
 		id := pickSite(in.Sites, ids, c.Kind)
 		kind := plans.UseBeforeInit
-		if c.Kind == SendClosed || c.Kind == CloseClosed {
+		if c.Kind == abi.PanicSendClosed || c.Kind == abi.PanicCloseClosed {
 			kind = plans.UseAfterDispose
 		}
 		b := &Bug{

@@ -130,11 +130,11 @@ type Reorder struct {
 // Panic is an instrumented operation at Site in goroutine G that was
 // about to panic (Kind: abi.Panic*) on object Obj.
 type Panic struct {
-	T    int64  `json:"t"`
-	Site uint32 `json:"site"`
-	G    uint64 `json:"g"`
-	Obj  uint64 `json:"obj"`
-	Kind string `json:"kind"`
+	T    int64         `json:"t"`
+	Site uint32        `json:"site"`
+	G    uint64        `json:"g"`
+	Obj  uint64        `json:"obj"`
+	Kind abi.PanicKind `json:"kind"`
 }
 
 // Trap is a candidate pair (First → Second) of Kind that a basic-mode

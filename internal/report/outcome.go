@@ -124,7 +124,7 @@ func Outcome(in RunInput) (*RunResult, error) {
 	case in.Killed:
 		res.Status = TimedOut
 		res.Reason = fmt.Sprintf("killed after %v", in.Duration.Round(time.Millisecond))
-	case c != nil && c.Kind == Timeout:
+	case c != nil && c.Kind == abi.PanicTimeout:
 		res.Status = TimedOut
 		res.Reason = c.Panic
 	case recovered != nil:

@@ -169,7 +169,7 @@ func TestBugUseBeforeInit(t *testing.T) {
 	if !b.Delay.InProgress {
 		t.Errorf("the init's delay should be in progress at the crash")
 	}
-	if !res.Crash.Recovered || res.Crash.Kind != NilDeref {
+	if !res.Crash.Recovered || res.Crash.Kind != abi.PanicNilDeref {
 		t.Errorf("crash: recovered %v kind %s; want a re-panicked nil dereference", res.Crash.Recovered, res.Crash.Kind)
 	}
 	if uint64(b.PanickingGoroutine) == b.Delay.Goroutine {
@@ -245,7 +245,7 @@ func TestBugReorderedUseBeforeInit(t *testing.T) {
 	}, func(r *RunResult) bool { return r.Status == BugFound && r.Attr.Delay.ID != 0 }) // exposed by a logged delay, not the natural schedule
 	b := res.Bug
 	if b.Kind != plans.UseBeforeInit || !b.Reordered || b.Delayed.Site != 18 || b.Failing.Site != 19 ||
-		b.Partner == nil || b.Partner.Site != 17 || res.Crash.Kind != CloseClosed {
+		b.Partner == nil || b.Partner.Site != 17 || res.Crash.Kind != abi.PanicCloseClosed {
 		t.Fatalf("bug %+v (crash %s)\n%s", b, res.Crash.Kind, out)
 	}
 	p.ApplyRun(res.PlanOutcome())
@@ -276,7 +276,7 @@ func TestNoBugUnrelatedPanic(t *testing.T) {
 	if res.Status != Fail || res.Bug != nil {
 		t.Fatalf("status %s, want fail\n%s", res.Status, out)
 	}
-	if len(res.Log.Delays) != 1 || res.Crash == nil || res.Crash.Kind != NilDeref {
+	if len(res.Log.Delays) != 1 || res.Crash == nil || res.Crash.Kind != abi.PanicNilDeref {
 		t.Errorf("want one delay and a nil dereference; delays %d crash %+v", len(res.Log.Delays), res.Crash)
 	}
 	if !strings.Contains(res.Reason, "no instrumented site") {

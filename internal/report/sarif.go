@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -101,9 +102,9 @@ var sarifRules = []struct {
 		"An order violation between goroutines: a slot (field, variable, map, channel, func) is dereferenced before the goroutine that initializes it has stored it. wafl exposed it by delaying the initialization; the program panicked."},
 	{plans.UseAfterDispose, "UseAfterDispose", "A goroutine uses a value after another goroutine disposed of it.",
 		"An order violation between goroutines: a slot is dereferenced after another goroutine set it to nil or closed its channel. wafl exposed it by delaying the use; the program panicked."},
-	{plans.Kind(WGNegative), "WaitGroupNegativeCounter", "A WaitGroup's Done ran before the Add it matches.",
+	{plans.Kind(abi.PanicWGNegative), "WaitGroupNegativeCounter", "A WaitGroup's Done ran before the Add it matches.",
 		"An order violation on a sync.WaitGroup: a goroutine called Done (or Add with a negative delta) before another goroutine's matching Add, and the counter went negative (\"sync: negative WaitGroup counter\"). wafl exposed it by delaying the Add."},
-	{plans.Kind(WGReuse), "WaitGroupReuse", "A WaitGroup was reused before the previous Wait returned.",
+	{plans.Kind(abi.PanicWGReuse), "WaitGroupReuse", "A WaitGroup was reused before the previous Wait returned.",
 		"An order violation on a sync.WaitGroup: Add for a new round ran while a Wait of the previous round had not returned (\"sync: WaitGroup is reused before previous Wait has returned\", or Add called concurrently with Wait)."},
 	{plans.CheckThenAct, "CheckThenAct", "Two goroutines check that a value is not disposed, then both dispose of it.",
 		"A check-then-act race: a goroutine checks whether a channel is closed (or a closed flag is set) and closes or disposes it when not, and another goroutine can check in between. wafl exposed it by delaying the first goroutine right after its check; both acted and the program panicked (close of closed channel, use of a disposed value)."},
@@ -135,7 +136,7 @@ func WriteSARIF(w io.Writer, bugs []*Bug, opt SARIFOptions) error {
 	}
 	for _, b := range bugs {
 		rule := b.Kind
-		if b.PanicKind == WGNegative || b.PanicKind == WGReuse {
+		if b.PanicKind == abi.PanicWGNegative || b.PanicKind == abi.PanicWGReuse {
 			rule = plans.Kind(b.PanicKind)
 		}
 		idx := 0

@@ -100,10 +100,58 @@ const (
 	MaxReorderRecords  = 10000 // EvReorder lines
 )
 
+// Run log keys: the fields of the records. Every record has KeyEv (its
+// kind, an Ev* name) and KeyT (its time in ns since setup); RunLog lists
+// which others each kind has.
+const (
+	KeyEv = "ev"
+	KeyT  = "t"
+
+	KeyUnixNs        = "unix_ns"        // setup: wall-clock start
+	KeyPid           = "pid"            // setup: process id
+	KeyRun           = "run"            // setup: run number (EnvRun)
+	KeySeed          = "seed"           // setup: the run's seed
+	KeySeedSet       = "seed_set"       // setup: the seed came from EnvSeed
+	KeyPlan          = "plan"           // setup: the plan's path
+	KeyLocations     = "locations"      // setup: the plan's locations
+	KeyLiveLocations = "live_locations" // setup: those still in S
+	KeyAblate        = "ablate"         // setup: the ablated parts (Ablation.String)
+
+	KeyID      = "id"      // a delay's id, unique in the run
+	KeySite    = "site"    // a site id
+	KeyG       = "g"       // a goroutine id
+	KeyObj     = "obj"     // an object's address
+	KeyNs      = "ns"      // a length in ns
+	KeyN       = "n"       // a site's dynamic instance
+	KeyP       = "p"       // a location's probability
+	KeyWhy     = "why"     // skip: a Skip* reason
+	KeyBy      = "by"      // skip: the interfering location
+	KeyFirst   = "first"   // a pair's ℓ1
+	KeySecond  = "second"  // a pair's ℓ2
+	KeyDelayG  = "delay_g" // the delayed goroutine
+	KeyGap     = "gap"     // τ2 − τ1 in ns
+	KeyDelayNs = "delay_ns"
+	KeyNeedNs  = "need_ns" // late: how long after the delay's start the partner came
+	KeyKind    = "kind"    // panic: a PanicKind; trap: a pair kind
+
+	KeyLive      = "live"      // loc: still in S
+	KeyDelays    = "delays"    // loc, finish: delays injected
+	KeyInstances = "instances" // loc: dynamic instances reached
+	KeySkipProb  = "skip_prob" // loc: delays skipped by probability
+
+	KeySkipInterference = "skip_interference"  // finish: skips for interference
+	KeySkipCapGoroutine = "skip_cap_goroutine" // finish: skips for the per-goroutine cap
+	KeySkipCapRun       = "skip_cap_run"       // finish: skips for the per-run cap
+	KeyHB               = "hb"                 // finish: pairs pruned by happens-before inference
+	KeyReorders         = "reorders"           // finish: reorders seen
+	KeyDrainNs          = "drain_ns"           // finish: time spent waiting for delayed goroutines
+	KeyAwaits           = "awaits"             // finish: disposes that waited for a late partner
+)
+
 // RunLogRecord is the shape of one kind of run log record.
 type RunLogRecord struct {
 	Ev string
-	// Keys are the object's keys besides "ev" and "t", in the order the
+	// Keys are the object's keys besides KeyEv and KeyT, in the order the
 	// runtime writes them; Optional ones may be absent.
 	Keys     []string
 	Optional []string
@@ -111,16 +159,16 @@ type RunLogRecord struct {
 
 // RunLog is the run log's record table, one entry per kind.
 var RunLog = [...]RunLogRecord{
-	{Ev: EvSetup, Keys: []string{"unix_ns", "pid", "run", "seed", "seed_set", "plan", "locations", "live_locations", "ablate"}},
-	{Ev: EvDelay, Keys: []string{"id", "site", "g", "obj", "ns", "n"}},
-	{Ev: EvEnd, Keys: []string{"id", "site", "g", "ns", "p"}},
-	{Ev: EvSkip, Keys: []string{"site", "g", "n", "why"}, Optional: []string{"by"}},
-	{Ev: EvHB, Keys: []string{"first", "second", "id", "g", "delay_g", "gap", "delay_ns"}},
-	{Ev: EvReorder, Keys: []string{"first", "second", "id", "g", "delay_g", "obj"}},
-	{Ev: EvPanic, Keys: []string{"site", "g", "obj", "kind"}},
-	{Ev: EvLate, Keys: []string{"first", "second", "id", "g", "need_ns", "delay_ns"}},
-	{Ev: EvTrap, Keys: []string{"first", "second", "kind", "obj", "gap", "g", "delay_ns"}},
-	{Ev: EvAwait, Keys: []string{"site", "g", "ns"}},
-	{Ev: EvLoc, Keys: []string{"site", "p", "live", "delays", "instances", "skip_prob"}},
-	{Ev: EvFinish, Keys: []string{"delays", "delay_ns", "skip_interference", "skip_cap_goroutine", "skip_cap_run", "hb", "reorders", "drain_ns", "awaits"}},
+	{Ev: EvSetup, Keys: []string{KeyUnixNs, KeyPid, KeyRun, KeySeed, KeySeedSet, KeyPlan, KeyLocations, KeyLiveLocations, KeyAblate}},
+	{Ev: EvDelay, Keys: []string{KeyID, KeySite, KeyG, KeyObj, KeyNs, KeyN}},
+	{Ev: EvEnd, Keys: []string{KeyID, KeySite, KeyG, KeyNs, KeyP}},
+	{Ev: EvSkip, Keys: []string{KeySite, KeyG, KeyN, KeyWhy}, Optional: []string{KeyBy}},
+	{Ev: EvHB, Keys: []string{KeyFirst, KeySecond, KeyID, KeyG, KeyDelayG, KeyGap, KeyDelayNs}},
+	{Ev: EvReorder, Keys: []string{KeyFirst, KeySecond, KeyID, KeyG, KeyDelayG, KeyObj}},
+	{Ev: EvPanic, Keys: []string{KeySite, KeyG, KeyObj, KeyKind}},
+	{Ev: EvLate, Keys: []string{KeyFirst, KeySecond, KeyID, KeyG, KeyNeedNs, KeyDelayNs}},
+	{Ev: EvTrap, Keys: []string{KeyFirst, KeySecond, KeyKind, KeyObj, KeyGap, KeyG, KeyDelayNs}},
+	{Ev: EvAwait, Keys: []string{KeySite, KeyG, KeyNs}},
+	{Ev: EvLoc, Keys: []string{KeySite, KeyP, KeyLive, KeyDelays, KeyInstances, KeySkipProb}},
+	{Ev: EvFinish, Keys: []string{KeyDelays, KeyDelayNs, KeySkipInterference, KeySkipCapGoroutine, KeySkipCapRun, KeyHB, KeyReorders, KeyDrainNs, KeyAwaits}},
 }

@@ -706,7 +706,7 @@ func TestProbabilitySkipsLogged(t *testing.T) {
 }
 
 // TestLogMatchesRunLogTable writes one record of every kind and checks
-// its keys against the run log's shape in abi.RunLog, which inject/report
+// its keys against the run log's shape in abi.RunLog, which internal/report
 // reads by.
 func TestLogMatchesRunLogTable(t *testing.T) {
 	e := newTestEngine(t, testPlan(location(1, 5*ms, 1, 2)), nil)

@@ -34,10 +34,10 @@ type rec struct{ b []byte }
 
 func newRec(ev string, t int64) *rec {
 	r := &rec{b: make([]byte, 0, 192)}
-	r.b = append(r.b, `{"ev":"`...)
+	r.b = append(r.b, `{"`+abi.KeyEv+`":"`...)
 	r.b = append(r.b, ev...)
 	r.b = append(r.b, '"')
-	return r.int("t", t)
+	return r.int(abi.KeyT, t)
 }
 
 func (r *rec) key(k string) {
@@ -126,15 +126,15 @@ func (e *engine) logSetup() {
 		}
 	}
 	r := newRec(abi.EvSetup, 0).
-		int("unix_ns", e.clk.unixStart).
-		int("pid", int64(os.Getpid())).
-		int("run", int64(e.cfg.run)).
-		uint("seed", e.cfg.seed).
-		bool("seed_set", e.cfg.seedSet).
-		str("plan", e.cfg.planPath).
-		int("locations", int64(len(e.locs))).
-		int("live_locations", int64(live)).
-		str("ablate", e.cfg.ablate.String())
+		int(abi.KeyUnixNs, e.clk.unixStart).
+		int(abi.KeyPid, int64(os.Getpid())).
+		int(abi.KeyRun, int64(e.cfg.run)).
+		uint(abi.KeySeed, e.cfg.seed).
+		bool(abi.KeySeedSet, e.cfg.seedSet).
+		str(abi.KeyPlan, e.cfg.planPath).
+		int(abi.KeyLocations, int64(len(e.locs))).
+		int(abi.KeyLiveLocations, int64(live)).
+		str(abi.KeyAblate, e.cfg.ablate.String())
 	e.log.write(r)
 }
 
@@ -142,16 +142,16 @@ func (e *engine) logDelay(l *loc, g, n, id uint64, obj uintptr, d, ts int64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(abi.EvDelay, ts).uint("id", id).uint("site", uint64(l.site)).
-		uint("g", g).uint("obj", uint64(obj)).int("ns", d).uint("n", n))
+	e.log.write(newRec(abi.EvDelay, ts).uint(abi.KeyID, id).uint(abi.KeySite, uint64(l.site)).
+		uint(abi.KeyG, g).uint(abi.KeyObj, uint64(obj)).int(abi.KeyNs, d).uint(abi.KeyN, n))
 }
 
 func (e *engine) logEnd(l *loc, g, id uint64, actual, te int64, p float64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(abi.EvEnd, te).uint("id", id).uint("site", uint64(l.site)).
-		uint("g", g).int("ns", actual).float("p", p))
+	e.log.write(newRec(abi.EvEnd, te).uint(abi.KeyID, id).uint(abi.KeySite, uint64(l.site)).
+		uint(abi.KeyG, g).int(abi.KeyNs, actual).float(abi.KeyP, p))
 }
 
 func (e *engine) logSkip(l *loc, g, n uint64, why string, by uint32) {
@@ -165,10 +165,10 @@ func (e *engine) logSkip(l *loc, g, n uint64, why string, by uint32) {
 	} else if e.log.skips.Add(1) > abi.MaxSkipRecords {
 		return
 	}
-	r := newRec(abi.EvSkip, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).
-		uint("n", n).str("why", why)
+	r := newRec(abi.EvSkip, e.clk.now()).uint(abi.KeySite, uint64(l.site)).uint(abi.KeyG, g).
+		uint(abi.KeyN, n).str(abi.KeyWhy, why)
 	if by != 0 {
-		r.uint("by", uint64(by))
+		r.uint(abi.KeyBy, uint64(by))
 	}
 	e.log.write(r)
 }
@@ -177,16 +177,16 @@ func (e *engine) logHB(l1 *loc, second uint32, g2 uint64, d delayRec, gap, t2 in
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(abi.EvHB, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
-		uint("id", d.id).uint("g", g2).uint("delay_g", d.g).int("gap", gap).int("delay_ns", d.te-d.ts))
+	e.log.write(newRec(abi.EvHB, t2).uint(abi.KeyFirst, uint64(l1.site)).uint(abi.KeySecond, uint64(second)).
+		uint(abi.KeyID, d.id).uint(abi.KeyG, g2).uint(abi.KeyDelayG, d.g).int(abi.KeyGap, gap).int(abi.KeyDelayNs, d.te-d.ts))
 }
 
 func (e *engine) logLate(l1 *loc, second uint32, g2 uint64, d delayRec, t2 int64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(abi.EvLate, t2).uint("first", uint64(l1.site)).uint("second", uint64(second)).
-		uint("id", d.id).uint("g", g2).int("need_ns", t2-d.ts).int("delay_ns", d.te-d.ts))
+	e.log.write(newRec(abi.EvLate, t2).uint(abi.KeyFirst, uint64(l1.site)).uint(abi.KeySecond, uint64(second)).
+		uint(abi.KeyID, d.id).uint(abi.KeyG, g2).int(abi.KeyNeedNs, t2-d.ts).int(abi.KeyDelayNs, d.te-d.ts))
 }
 
 func (e *engine) logReorder(f inflight, site uint32, g uint64, obj uintptr, t int64) {
@@ -194,8 +194,8 @@ func (e *engine) logReorder(f inflight, site uint32, g uint64, obj uintptr, t in
 	if e.log == nil || e.log.reorders.Add(1) > abi.MaxReorderRecords {
 		return
 	}
-	e.log.write(newRec(abi.EvReorder, t).uint("first", uint64(f.site)).uint("second", uint64(site)).
-		uint("id", f.id).uint("g", g).uint("delay_g", f.g).uint("obj", uint64(obj)))
+	e.log.write(newRec(abi.EvReorder, t).uint(abi.KeyFirst, uint64(f.site)).uint(abi.KeySecond, uint64(site)).
+		uint(abi.KeyID, f.id).uint(abi.KeyG, g).uint(abi.KeyDelayG, f.g).uint(abi.KeyObj, uint64(obj)))
 }
 
 func (e *engine) logFinish(drain int64) {
@@ -208,14 +208,14 @@ func (e *engine) logFinish(drain int64) {
 		defer e.basic.mu.Unlock()
 	}
 	for _, l := range e.locs {
-		e.log.write(newRec(abi.EvLoc, t).uint("site", uint64(l.site)).float("p", l.prob()).
-			bool("live", !l.dead.Load()).int("delays", l.delays.Load()).
-			uint("instances", l.instances.Load()).int("skip_prob", l.skipProb.Load()))
+		e.log.write(newRec(abi.EvLoc, t).uint(abi.KeySite, uint64(l.site)).float(abi.KeyP, l.prob()).
+			bool(abi.KeyLive, !l.dead.Load()).int(abi.KeyDelays, l.delays.Load()).
+			uint(abi.KeyInstances, l.instances.Load()).int(abi.KeySkipProb, l.skipProb.Load()))
 	}
-	e.log.write(newRec(abi.EvFinish, t).int("delays", e.nDelays.Load()).int("delay_ns", e.total.Load()).
-		int("skip_interference", e.skipInt.Load()).int("skip_cap_goroutine", e.skipCapG.Load()).
-		int("skip_cap_run", e.skipCapR.Load()).int("hb", e.hbPrunes.Load()).int("reorders", e.reorders.Load()).int("drain_ns", drain).
-		int("awaits", e.awaits.Load()))
+	e.log.write(newRec(abi.EvFinish, t).int(abi.KeyDelays, e.nDelays.Load()).int(abi.KeyDelayNs, e.total.Load()).
+		int(abi.KeySkipInterference, e.skipInt.Load()).int(abi.KeySkipCapGoroutine, e.skipCapG.Load()).
+		int(abi.KeySkipCapRun, e.skipCapR.Load()).int(abi.KeyHB, e.hbPrunes.Load()).int(abi.KeyReorders, e.reorders.Load()).int(abi.KeyDrainNs, drain).
+		int(abi.KeyAwaits, e.awaits.Load()))
 }
 
 // logAwait records that goroutine g waited d ns at dispose site l for a
@@ -224,5 +224,5 @@ func (e *engine) logAwait(l *loc, g uint64, d int64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(abi.EvAwait, e.clk.now()).uint("site", uint64(l.site)).uint("g", g).int("ns", d))
+	e.log.write(newRec(abi.EvAwait, e.clk.now()).uint(abi.KeySite, uint64(l.site)).uint(abi.KeyG, g).int(abi.KeyNs, d))
 }

@@ -347,7 +347,7 @@ func (e *engine) logTrap(kind plans.Kind, first, second access, delay int64) {
 	if e.log == nil {
 		return
 	}
-	e.log.write(newRec(abi.EvTrap, second.t).uint("first", uint64(first.site)).uint("second", uint64(second.site)).
-		str("kind", string(kind)).uint("obj", uint64(second.obj)).int("gap", second.t-first.t).
-		uint("g", second.g).int("delay_ns", delay))
+	e.log.write(newRec(abi.EvTrap, second.t).uint(abi.KeyFirst, uint64(first.site)).uint(abi.KeySecond, uint64(second.site)).
+		str(abi.KeyKind, string(kind)).uint(abi.KeyObj, uint64(second.obj)).int(abi.KeyGap, second.t-first.t).
+		uint(abi.KeyG, second.g).int(abi.KeyDelayNs, delay))
 }

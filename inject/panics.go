@@ -104,6 +104,6 @@ func (e *engine) logPanic(site uint32, g uint64, obj uintptr, kind abi.PanicKind
 	if e.log == nil || e.log.panics.Add(1) > abi.MaxPanicRecords {
 		return
 	}
-	e.log.write(newRec(abi.EvPanic, e.clk.now()).uint("site", uint64(site)).uint("g", g).
-		uint("obj", uint64(obj)).str("kind", string(kind)))
+	e.log.write(newRec(abi.EvPanic, e.clk.now()).uint(abi.KeySite, uint64(site)).uint(abi.KeyG, g).
+		uint(abi.KeyObj, uint64(obj)).str(abi.KeyKind, string(kind)))
 }

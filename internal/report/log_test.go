@@ -9,31 +9,50 @@ import (
 	"github.com/memorder/wafl/plans"
 )
 
-// TestLogTypesCoverRunLog checks that every key the runtime writes
-// (abi.RunLog) has a field in the type ParseLog decodes its record into.
-func TestLogTypesCoverRunLog(t *testing.T) {
+// TestLogTypesMatchRunLog keeps the types ParseLog decodes each record
+// kind into in step with abi.RunLog, the table the runtime writes by:
+// every key of a record has a field, and every field is a key of the
+// record (or abi.KeyEv, abi.KeyT), except the fields a Delay gets from its
+// end record.
+func TestLogTypesMatchRunLog(t *testing.T) {
 	into := map[string]any{
 		abi.EvSetup: Setup{}, abi.EvDelay: Delay{}, abi.EvEnd: logRecord{}, abi.EvSkip: Skip{},
 		abi.EvHB: Prune{}, abi.EvReorder: Reorder{}, abi.EvLate: Late{}, abi.EvLoc: LocEnd{}, abi.EvFinish: Finish{},
 		abi.EvPanic: Panic{}, abi.EvTrap: Trap{}, abi.EvAwait: Await{},
 	}
+	// Delay's fields for its end record (ParseLog fills them from it).
+	fromEnd := map[string]bool{"ended": true, "end": true, "actual_ns": true, "prob": true}
 	for _, spec := range abi.RunLog {
 		v, ok := into[spec.Ev]
 		if !ok {
 			t.Errorf("ParseLog has no type for %q records", spec.Ev)
 			continue
 		}
+		delete(into, spec.Ev)
+		keys := map[string]bool{abi.KeyEv: true, abi.KeyT: true}
+		for _, k := range append(append([]string(nil), spec.Keys...), spec.Optional...) {
+			keys[k] = true
+		}
 		tags := map[string]bool{}
 		rt := reflect.TypeOf(v)
 		for i := range rt.NumField() {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
 			tags[name] = true
+			if !keys[name] && !(spec.Ev == abi.EvDelay && fromEnd[name]) {
+				t.Errorf("%s field %s reads key %q, which %s records do not have (abi.RunLog)", rt, rt.Field(i).Name, name, spec.Ev)
+			}
 		}
-		for _, k := range append(append([]string(nil), spec.Keys...), spec.Optional...) {
-			if !tags[k] {
+		for k := range keys {
+			if !tags[k] && k != abi.KeyEv && k != abi.KeyT {
 				t.Errorf("%s record key %q has no field in %s", spec.Ev, k, rt)
 			}
 		}
+	}
+	for ev := range into {
+		t.Errorf("ParseLog decodes %q records, which abi.RunLog does not have", ev)
 	}
 }
 

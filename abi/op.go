@@ -28,6 +28,11 @@ const (
 // NumOps bounds the op codes: every valid Op is below it.
 const NumOps = 8
 
+// MaxSite is the largest site id. Site ids are 30-bit hashes
+// (instrument/sites.ID) and 0 is "no site"; a row of a sited op whose site
+// is above MaxSite is malformed.
+const MaxSite = 1<<30 - 1
+
 // FormatVersion is the version of the event format: the op codes, their
 // arguments and the raw record layout. It is written into every raw spill
 // file header (RawVersion) and every Arrow trace's schema metadata. Bump it

@@ -44,12 +44,12 @@ type Options struct {
 	Trace string
 	// BinaryHash is written into the plan's provenance ("sha256:<hex>").
 	BinaryHash string
-	// RowSpill selects the exact passes and makes pass 1 write a compact
-	// copy of the trace's rows to TempDir (32 bytes a row, about the
-	// trace's size) that passes 2 and 3 read instead of decoding the trace
-	// again. It pays off only when the streaming pass falls back, TempDir
-	// is fast (tmpfs) and decoding is slow; on a plain disk the writes
-	// cost more than they save.
+	// RowSpill selects the exact passes and makes pass 1 write a copy of
+	// the trace's sited rows to TempDir (raw spill records,
+	// abi.RawRecordSize bytes a row) that passes 2 and 3 read instead of
+	// decoding the trace again. It pays off only when the streaming pass
+	// falls back, TempDir is fast (tmpfs) and decoding is slow; on a plain
+	// disk the writes cost more than they save.
 	RowSpill bool
 	// SlotTypes maps site ids to the static types of their slots (the
 	// site table's "type"); pairs of two sites of different types are
@@ -302,7 +302,7 @@ func (a *analysis) count(c *trace.Batch) {
 
 // validSite reports whether the site of an init, use or dispose row is
 // well-formed; rows with other sites are skipped as malformed.
-func validSite(site uint32) bool { return site != 0 && site <= maxSite }
+func validSite(site uint32) bool { return site != 0 && site <= abi.MaxSite }
 
 // raggedRows is the number of rows of c beyond its shortest column,
 // skipped as malformed.

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,8 @@ import (
 
 // lcEvent is one lifecycle event (init or dispose) of the trace. Pass 1
 // keeps only these in memory: they are few (an object is initialized and
-// disposed a handful of times) while uses are the bulk of a trace.
+// disposed a handful of times) while uses are the bulk of a trace. In a
+// spill file it is a raw record (abi.RawEvent).
 type lcEvent struct {
 	obj   uint64
 	time  int64
@@ -24,8 +24,16 @@ type lcEvent struct {
 	op    abi.Op
 }
 
+func (e lcEvent) raw() abi.RawEvent {
+	return abi.RawEvent{Time: e.time, G: e.g, Obj: e.obj, Clock: e.clock, Site: e.site, Op: e.op}
+}
+
+func lcEventOf(r abi.RawEvent) lcEvent {
+	return lcEvent{obj: r.Obj, time: r.Time, g: r.G, clock: r.Clock, site: r.Site, op: r.Op}
+}
+
 const (
-	lcEventSize = 8 + 8 + 8 + 4 + 4 + 1 // encoded size in a spill file
+	lcEventSize = abi.RawRecordSize // encoded size in a spill file
 	// lcEventCost is the memory an in-memory lifecycle event costs with
 	// its share of the object index, used against Options.MemoryBudget.
 	lcEventCost = 64
@@ -50,7 +58,7 @@ type lifecycleStore struct {
 	files   [spillFanout]*os.File
 	w       [spillFanout]*bufio.Writer
 	counts  [spillFanout]int
-	buf     [lcEventSize]byte
+	buf     []byte // one record
 }
 
 func newLifecycleStore(budget int64, tempDir string) *lifecycleStore {
@@ -100,16 +108,10 @@ func (s *lifecycleStore) startSpill() error {
 }
 
 func (s *lifecycleStore) write(e lcEvent) error {
-	b := s.buf[:]
-	binary.LittleEndian.PutUint64(b[0:], e.obj)
-	binary.LittleEndian.PutUint64(b[8:], uint64(e.time))
-	binary.LittleEndian.PutUint64(b[16:], e.g)
-	binary.LittleEndian.PutUint32(b[24:], e.clock)
-	binary.LittleEndian.PutUint32(b[28:], e.site)
-	b[32] = byte(e.op)
+	s.buf = abi.AppendRawEvent(s.buf[:0], e.raw())
 	p := partition(e.obj)
 	s.counts[p]++
-	if _, err := s.w[p].Write(b); err != nil {
+	if _, err := s.w[p].Write(s.buf); err != nil {
 		return fmt.Errorf("spill %s: %w", s.files[p].Name(), err)
 	}
 	return nil
@@ -171,14 +173,7 @@ func (s *lifecycleStore) load(mask uint64) ([]lcEvent, error) {
 		for {
 			n, err := io.ReadFull(f, buf)
 			for b := buf[:n-n%lcEventSize]; len(b) > 0; b = b[lcEventSize:] {
-				ev = append(ev, lcEvent{
-					obj:   binary.LittleEndian.Uint64(b[0:]),
-					time:  int64(binary.LittleEndian.Uint64(b[8:])),
-					g:     binary.LittleEndian.Uint64(b[16:]),
-					clock: binary.LittleEndian.Uint32(b[24:]),
-					site:  binary.LittleEndian.Uint32(b[28:]),
-					op:    abi.Op(b[32]),
-				})
+				ev = append(ev, lcEventOf(abi.DecodeRawEvent(b)))
 			}
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				break

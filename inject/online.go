@@ -151,7 +151,8 @@ func newOnline(e *engine) *online {
 	return b
 }
 
-// pairKey packs a pair: site ids are 30-bit, so bit 31 holds the kind.
+// pairKey packs a pair: site ids are at most abi.MaxSite (30 bits), so
+// bit 31 holds the kind.
 func pairKey(first, second uint32, k plans.Kind) uint64 {
 	key := uint64(first)<<32 | uint64(second)
 	if k == plans.UseAfterDispose {

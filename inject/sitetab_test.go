@@ -9,7 +9,7 @@ import (
 	"github.com/memorder/wafl/plans"
 )
 
-const maxSiteID = 1<<30 - 1 // instrument/maxSiteID
+const maxSiteID = abi.MaxSite
 
 // sparseID is a scattered 30-bit site id, as instrument/sites.ID makes.
 func sparseID(i int) uint32 { return uint32(i+1)*2654435761&maxSiteID | 1 }

@@ -3,11 +3,12 @@ package sites
 import (
 	"encoding/binary"
 	"hash/fnv"
+
+	"github.com/memorder/wafl/abi"
 )
 
-// MaxID is the largest site id. Ids are 30 bits: the analyzer packs a site
-// and a 2-bit op into one 32-bit word.
-const MaxID = 1<<30 - 1
+// MaxID is the largest site id, the event format's (abi.MaxSite).
+const MaxID = abi.MaxSite
 
 // ID returns the id of the site of the given kind whose slot expression
 // expr starts at line:col of file (a base name) in package pkg (an import

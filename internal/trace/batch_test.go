@@ -31,9 +31,12 @@ func TestBatch(t *testing.T) {
 	}
 }
 
-// TestColumnsMatchBatch keeps the column table in step with Batch: one
-// field per column, in order, of the column's width and signedness.
+// TestColumnsMatchBatch keeps the column table in step with Batch and the
+// raw record: one Batch field per column, in order, of the column's width
+// and signedness, and a field of abi.RawEvent of the same name and type
+// for each (Row and AppendRaw convert between them).
 func TestColumnsMatchBatch(t *testing.T) {
+	rt := reflect.TypeOf(abi.RawEvent{})
 	bt := reflect.TypeOf(Batch{})
 	if bt.NumField() != len(Columns) {
 		t.Fatalf("Batch has %d fields, Columns %d", bt.NumField(), len(Columns))
@@ -44,6 +47,9 @@ func TestColumnsMatchBatch(t *testing.T) {
 		signed := e.Kind() >= reflect.Int && e.Kind() <= reflect.Int64
 		if !strings.EqualFold(f.Name, c.Name) || int(e.Size()) != c.Width || signed != c.Signed {
 			t.Errorf("column %d is %+v, Batch field %s []%s", i, c, f.Name, e)
+		}
+		if r, ok := rt.FieldByName(f.Name); !ok || r.Type.Size() != e.Size() || r.Type.Kind() != e.Kind() {
+			t.Errorf("Batch field %s []%s has no abi.RawEvent field of its type", f.Name, e)
 		}
 	}
 }

@@ -3,11 +3,10 @@
 // per-location delay lengths and interference sets (WAFL thesis §3.1,
 // §4.1–4.4), streaming over traces larger than memory.
 //
-// File analyzes an Arrow trace written by record/trace; Reader analyzes a
-// stream; Run analyzes any Source of column batches (trace.Batch). All
-// return a validated *plans.Plan and Stats (events, objects, candidates,
-// pair instances dropped by the near-miss window, by goroutine and by
-// forks, warnings).
+// File analyzes an Arrow trace file (internal/trace); Run analyzes any
+// Source of column batches (trace.Batch). Both return a validated
+// *plans.Plan and Stats (events, objects, candidates, pair instances
+// dropped by the near-miss window, by goroutine and by forks, warnings).
 //
 // One computation (analysis) runs pass 1 over the trace — counting rows,
 // collecting fork edges (lcc.Forest answers fork order) — builds the plan

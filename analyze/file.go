@@ -3,7 +3,6 @@ package analyze
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/trace"
@@ -40,29 +39,6 @@ func File(ctx context.Context, path string, opts Options) (*plans.Plan, *Stats, 
 	p, st, err := Run(ctx, open, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyze %s: %w", path, err)
-	}
-	return p, st, nil
-}
-
-// Reader analyzes a trace stream held in memory or produced on the fly:
-// open must return a fresh reader over the same bytes for every pass.
-func Reader(ctx context.Context, name string, open func() (io.Reader, error), opts Options) (*plans.Plan, *Stats, error) {
-	if opts.Trace == "" {
-		opts.Trace = name
-	}
-	p, st, err := Run(ctx, func() (Source, error) {
-		rd, err := open()
-		if err != nil {
-			return nil, err
-		}
-		r, err := trace.NewReader(rd)
-		if err != nil {
-			return nil, err
-		}
-		return &traceSource{r: r}, nil
-	}, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("analyze %s: %w", name, err)
 	}
 	return p, st, nil
 }

@@ -99,9 +99,9 @@ func TestFileErrorsNameTheFile(t *testing.T) {
 	}
 }
 
-// FuzzAnalyzeTraceBytes feeds arbitrary bytes through the trace reader
-// and the whole analysis: errors are fine, panics are not, and a plan that
-// comes out is valid.
+// FuzzAnalyzeTraceBytes feeds arbitrary bytes, as a trace file, through
+// the trace reader and the whole analysis: errors are fine, panics are
+// not, and a plan that comes out is valid.
 func FuzzAnalyzeTraceBytes(f *testing.F) {
 	var buf bytes.Buffer
 	writeTrace(f, &buf, trace.Meta{Test: "TestX"}, fileRows, 2)
@@ -111,9 +111,12 @@ func FuzzAnalyzeTraceBytes(f *testing.F) {
 	f.Add(good[:len(good)-8])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, _, err := Reader(context.Background(), "fuzz", func() (io.Reader, error) {
-			return bytes.NewReader(data), nil
-		}, Options{MemoryBudget: 1, TempDir: t.TempDir()})
+		dir := t.TempDir()
+		path := filepath.Join(dir, "fuzz.arrows")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := File(context.Background(), path, Options{MemoryBudget: 1, TempDir: dir})
 		if err != nil {
 			return
 		}

@@ -66,16 +66,7 @@ func Finish() {
 
 // decisionHook, when set, runs in the delay decision of every planned
 // instance that passed the probability draw, before the delay is counted
-// or logged. Only tests set it (SetDecisionHook), to stop a goroutine
-// deterministically at the point a crash elsewhere would find it.
+// or logged. Only inject's tests set it (export_test.go), to stop a
+// goroutine deterministically at the point a crash elsewhere would find
+// it; in a real run it is nil.
 var decisionHook atomic.Pointer[func(site uint32)]
-
-// SetDecisionHook installs f as the decision hook (nil removes it). It is
-// for tests of crash attribution: a real program never calls it.
-func SetDecisionHook(f func(site uint32)) {
-	if f == nil {
-		decisionHook.Store(nil)
-		return
-	}
-	decisionHook.Store(&f)
-}

@@ -313,24 +313,6 @@ func TestPanicWithoutDelayIsCredited(t *testing.T) {
 	}
 }
 
-// TestCrashDuringDecision: a real crash while the delayed goroutine is
-// inside wafl's delay decision (deterministic: the decision hook holds it
-// there) is reported as a bug found during the decision.
-func TestCrashDuringDecision(t *testing.T) {
-	p := newPlan(pairLoc(plans.UseBeforeInit, 22, 23, 50*ms))
-	res, out := runScenario(t, "TestScenarioDecision", p, runOpts{})
-	if res.Status != BugFound {
-		t.Fatalf("status %s reason %q, want bug\n%s", res.Status, res.Reason, out)
-	}
-	b := res.Bug
-	if b.How != HowDecision || b.Kind != plans.UseBeforeInit || b.Delayed.Site != 22 || b.Failing.Site != 23 || b.Delay.Goroutine == 0 {
-		t.Fatalf("bug %+v, want use-before-init 22 → 23 found during the delay decision\n%s", b, out)
-	}
-	if len(res.Log.Delays) != 0 {
-		t.Errorf("the log counts %d delays; the decision had not counted one", len(res.Log.Delays))
-	}
-}
-
 func TestSetupError(t *testing.T) {
 	res, out := runScenario(t, "TestScenarioUseBeforeInit", newPlan(pairLoc(plans.UseBeforeInit, 1, 2, ms)), runOpts{badPlan: true})
 	if res.Status != SetupFailed || !strings.Contains(res.Reason, "missing.json") {

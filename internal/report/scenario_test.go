@@ -123,37 +123,6 @@ func TestScenarioPanicWithoutDelay(t *testing.T) {
 	never.Store(&handler{}) // site:10 atomic-store never
 }
 
-// _waflInitAt is the scenario's stand-in for an instrumenter helper: it
-// calls the hook and returns the value to store. Its name marks its frame
-// as wafl machinery, so a traceback shows the caller's line, the site's.
-func _waflInitAt(site uint32, p *atomic.Pointer[handler]) *handler {
-	inject.At(site, unsafe.Pointer(p))
-	return &handler{n: 1}
-}
-
-// TestScenarioDecision: a goroutine reaches the init at site 22 and stops
-// inside wafl's delay decision (the decision hook blocks it there, before
-// the delay is counted or logged); the test goroutine then uses h (site
-// 23) and crashes on the nil. The crash is the bug, found while the delay
-// was being decided.
-func TestScenarioDecision(t *testing.T) {
-	scenarioOnly(t)
-	inDecision := make(chan struct{})
-	inject.SetDecisionHook(func(site uint32) {
-		if site == 22 {
-			close(inDecision)
-			select {} // stay in the decision until the crash
-		}
-	})
-	var h atomic.Pointer[handler]
-	go func() {
-		h.Store(_waflInitAt(22, &h)) // site:22 atomic-store h
-	}()
-	<-inDecision
-	inject.At(23, unsafe.Pointer(&h))
-	_ = h.Load().n // site:23 use h
-}
-
 // TestScenarioInterference is the thesis's Figure 4.2b (NetMQ): the use
 // of poller at one line (site 11) runs in a worker goroutine, and in the
 // closing goroutine right before the dispose (site 12). Delaying both

@@ -15,7 +15,7 @@ func TestNextReusesBuffers(t *testing.T) {
 		bs = append(bs, randBatch(r, 4096))
 	}
 	data := encode(t, bs...)
-	rd, err := NewReader(bytes.NewReader(data))
+	rd, err := newStreamReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestDecodeUnaligned(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	want := randBatch(r, 1000)
 	data := encode(t, want)
-	rd, err := NewReader(bytes.NewReader(data))
+	rd, err := newStreamReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,9 +41,6 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
-// NewReader reads a trace stream from r and reads its schema.
-func NewReader(r io.Reader) (*Reader, error) { return newReader(r, "trace stream") }
-
 func newReader(r io.Reader, name string) (rd *Reader, err error) {
 	mr := &msgReader{r: r}
 	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -37,6 +38,9 @@ func concat(bs []*Batch) *Batch {
 	return out
 }
 
+// newStreamReader reads a trace held in memory (Open reads files).
+func newStreamReader(r io.Reader) (*Reader, error) { return newReader(r, "trace stream") }
+
 func encode(t testing.TB, bs ...*Batch) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, testMeta)
@@ -54,9 +58,9 @@ func encode(t testing.TB, bs ...*Batch) []byte {
 	return buf.Bytes()
 }
 
-// readAll reads a stream; the error is from NewReader or Err.
+// readAll reads a stream; the error is from newStreamReader or Err.
 func readAll(data []byte) (*Batch, Meta, error) {
-	r, err := NewReader(bytes.NewReader(data))
+	r, err := newStreamReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, Meta{}, err
 	}
@@ -184,7 +188,7 @@ func TestNotATrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	if _, err := NewReader(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "not a wafl trace") {
+	if _, err := newStreamReader(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "not a wafl trace") {
 		t.Fatalf("foreign schema: %v", err)
 	}
 	// A future version.
@@ -192,10 +196,10 @@ func TestNotATrace(t *testing.T) {
 	buf.Reset()
 	w = ipc.NewWriter(&buf, ipc.WithSchema(arrow.NewSchema(fields, &md)))
 	w.Close()
-	if _, err := NewReader(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "version 99") {
+	if _, err := newStreamReader(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "version 99") {
 		t.Fatalf("future version: %v", err)
 	}
-	if _, err := NewReader(strings.NewReader("hello, world, this is not arrow")); err == nil {
+	if _, err := newStreamReader(strings.NewReader("hello, world, this is not arrow")); err == nil {
 		t.Fatal("garbage accepted")
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
@@ -271,7 +275,7 @@ func FuzzReader(f *testing.F) {
 	f.Add(full[:len(full)/2])
 	f.Add(encode(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rd, err := NewReader(bytes.NewReader(data))
+		rd, err := newStreamReader(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -320,7 +324,7 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		rd, err := NewReader(bytes.NewReader(data))
+		rd, err := newStreamReader(bytes.NewReader(data))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,9 +16,6 @@ const (
 	EnvAblate = "WAFL_ABLATE"
 )
 
-// EnvNames lists every WAFL_* variable, for clearing an environment.
-var EnvNames = []string{EnvMode, EnvTrace, EnvPlan, EnvSeed, EnvRun, EnvLog, EnvCrash, EnvAblate}
-
 // Values of EnvMode.
 const (
 	ModeRecord = "record" // preparation run: events go to the spill file

@@ -43,7 +43,7 @@ const FormatVersion = 1
 // it. An empty argument name means the column is unused (zero).
 type Spec struct {
 	Op    Op
-	Name  string // as in String and the text dump
+	Name  string // as in String
 	Obj   string // meaning of the obj column
 	Clock string // meaning of the clock column
 	Site  string // meaning of the site column
@@ -78,9 +78,6 @@ func TestID(name string) uint64 {
 	}
 	return h
 }
-
-// Valid reports whether o is a known event kind.
-func (o Op) Valid() bool { return o > OpNone && o < NumOps }
 
 // Access reports whether o is a memory access (init, use or dispose).
 func (o Op) Access() bool { return o >= OpInit && o <= OpDispose }

@@ -23,9 +23,6 @@ func Enable() { enabled.Store(true) }
 // tests and benchmarks.
 func Disable() { enabled.Store(false) }
 
-// Enabled reports whether clock tracking is on.
-func Enabled() bool { return enabled.Load() }
-
 // The counter table. A goroutine's own counter is 1 + the value stored in
 // its entry, so that a goroutine that never forked needs no entry at all and
 // an absent chunk reads as clock 1. Entries are indexed directly by goid:

@@ -215,18 +215,6 @@ func (l *Location) Live() bool {
 	return false
 }
 
-// Active returns the locations still in S (see Location.Live), in site
-// order. The pointers point into p.Locations.
-func (p *Plan) Active() []*Location {
-	var out []*Location
-	for i := range p.Locations {
-		if p.Locations[i].Live() {
-			out = append(out, &p.Locations[i])
-		}
-	}
-	return out
-}
-
 // Empty reports whether no location is active: detection runs have
 // nothing left to do.
 func (p *Plan) Empty() bool {

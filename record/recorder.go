@@ -128,17 +128,8 @@ func Stop() error {
 	return r.err
 }
 
-// Stats returns the number of events written to the current (or last)
-// spill file and the number lost to write errors.
-func Stats() (written, dropped int64) {
-	if r := active.Load(); r != nil {
-		return r.events.Load(), r.dropped.Load()
-	}
-	return 0, 0
-}
-
 // Add records an access (init, use or dispose) by the calling goroutine:
-// its id and own clock (lcc.Current), the time (Now), site, the object's
+// its id and own clock (lcc.Current), the time (nanotime), site, the object's
 // address and op. It is the recorder's fast path: one out-of-line call
 // that reserves a slot in the current buffer of the goroutine's shard with
 // one compare-and-swap, fills it and publishes it; everything else (no

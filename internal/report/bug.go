@@ -123,19 +123,6 @@ type Reproduce struct {
 	Report string `json:"report,omitempty"`
 }
 
-// Shell returns Env and Command as one shell command line.
-func (r Reproduce) Shell() string {
-	var parts []string
-	for _, e := range r.Env {
-		k, v, _ := strings.Cut(e, "=")
-		parts = append(parts, k+"="+shellQuote(v))
-	}
-	for _, a := range r.Command {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
-}
-
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,7 +182,7 @@ func TestBugUseBeforeInit(t *testing.T) {
 	if len(res.Log.Prunes) != 0 {
 		t.Errorf("unsynchronized pair pruned by HB inference: %+v", res.Log.Prunes)
 	}
-	if b.Seed != 7 || b.Run != 1 || !strings.Contains(b.Reproduce.Wafl, "--seed 7") || !strings.Contains(b.Reproduce.Shell(), "WAFL_SEED=7") {
+	if b.Seed != 7 || b.Run != 1 || !strings.Contains(b.Reproduce.Wafl, "--seed 7") || !slices.Contains(b.Reproduce.Env, "WAFL_SEED=7") {
 		t.Errorf("reproduce: %+v", b.Reproduce)
 	}
 

@@ -20,13 +20,12 @@ var ErrCorrupt = errors.New("corrupt")
 
 // RawReader reads a spill file batch by batch.
 type RawReader struct {
-	r     io.Reader
-	name  string
-	buf   []byte
-	n     int
-	off   int64
-	err   error
-	count int64
+	r    io.Reader
+	name string
+	buf  []byte
+	n    int
+	off  int64
+	err  error
 }
 
 // NewRawReader reads and checks the file header. name is used in errors.
@@ -96,7 +95,6 @@ func (r *RawReader) Next() bool {
 	}
 	r.off += int64(abi.RawFrameSize + size)
 	r.n = int(cnt)
-	r.count += int64(cnt)
 	return true
 }
 
@@ -106,9 +104,6 @@ func (r *RawReader) Len() int { return r.n }
 // Payload returns the current batch's records, abi.RawRecordSize bytes each;
 // valid until the next call to Next.
 func (r *RawReader) Payload() []byte { return r.buf }
-
-// Events returns the number of records read so far.
-func (r *RawReader) Events() int64 { return r.count }
 
 // Err returns the error that stopped Next, or nil at a clean end of file.
 // It wraps ErrTruncated when the file ends inside a batch and ErrCorrupt
@@ -120,9 +115,9 @@ func (r *RawReader) Err() error {
 	return r.err
 }
 
-// ReadRawFile reads every record of the spill file at path, for tests,
-// dumps and small traces (the wafl process streams big ones with
-// RawReader). A file cut inside a batch returns the records before the cut
+// ReadRawFile reads every record of the spill file at path: the reader
+// of the tests of the packages that write spill files (the wafl process
+// streams them with RawReader). A file cut inside a batch returns the records before the cut
 // and an error wrapping ErrTruncated.
 func ReadRawFile(path string) ([]abi.RawEvent, error) {
 	f, err := os.Open(path)

@@ -113,7 +113,6 @@ func FuzzRawReader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		n := int64(0)
 		for r.Next() {
 			if len(r.Payload()) != r.Len()*abi.RawRecordSize {
 				t.Fatalf("payload %d bytes for %d records", len(r.Payload()), r.Len())
@@ -121,10 +120,6 @@ func FuzzRawReader(f *testing.F) {
 			for i := range r.Len() {
 				abi.DecodeRawEvent(r.Payload()[i*abi.RawRecordSize:])
 			}
-			n += int64(r.Len())
-		}
-		if n != r.Events() {
-			t.Fatalf("Events() = %d, counted %d", r.Events(), n)
 		}
 		_ = r.Err()
 	})

@@ -87,7 +87,7 @@ func (ap *applier) pre(c *dstutil.Cursor) bool {
 	ds := c.Node().(*dst.AssignStmt)
 	tuple := ap.ed.has(s, actTuple)
 	for i, l := range s.Lhs {
-		if tuple || i < len(s.Rhs) && ap.ed.has(s.Rhs[i], actStore) {
+		if tuple || i < len(s.Rhs) && (ap.ed.has(s.Rhs[i], actStore) || ap.ed.has(s.Rhs[i], actEntryStore)) {
 			ap.clones[l] = cleanClone(ds.Lhs[i])
 		}
 	}
@@ -158,6 +158,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.editCheck(act, n)
 	case actHoist:
 		return hoistRecv(act, n.(dst.Expr)) // locks.go
+	case actEntryUse, actEntryStore, actEntryDelete, actSyncMap:
+		return ap.editEntry(act, n) // entries.go
 	}
 	return n
 }

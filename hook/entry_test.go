@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -58,8 +59,12 @@ func TestEntryID(t *testing.T) {
 	if abi.IsEntry(uint64(uintptr(unsafe.Pointer(x)))) {
 		t.Errorf("an address %p looks like an entry id", x)
 	}
-	if got := uint64(uintptr(entryObj(p1, a))); got != entryID(p1, a) {
+	if got := uint64(uintptr(entryObj(m1, a))); got != entryID(p1, a) {
 		t.Errorf("entryObj = %#x, want the id %#x", got, entryID(p1, a))
+	}
+	var sm sync.Map
+	if got := uint64(uintptr(entryObj(&sm, a))); got != entryID(unsafe.Pointer(&sm), a) {
+		t.Errorf("entryObj of a sync.Map entry = %#x, want %#x", got, entryID(unsafe.Pointer(&sm), a))
 	}
 }
 
@@ -88,22 +93,24 @@ func TestEntryNoAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() {
 		local := 5
-		EntryUse(1, p, &local)
-		EntryCheck(2, p, k)
+		EntryUse(1, m, &local)
+		EntryCheck(2, m, k)
 	}); n != 0 {
 		t.Fatalf("entry hooks with the hooks off allocate %v times per run, want 0", n)
 	}
 	start(t, "")
 	for range 3 * 2048 {
-		EntryUse(1, p, k)
+		EntryUse(1, m, k)
 	}
+	var sm sync.Map
 	if n := testing.AllocsPerRun(20_000, func() {
 		local := 5
-		EntryInit(1, p, k)
-		EntryUse(2, p, &local)
-		EntryStore(3, p, 9, true)
-		EntryDispose(4, p, k)
-		EntryCheck(5, p, iface)
+		EntryInit(1, m, k)
+		EntryUse(2, m, &local)
+		EntryStore(3, m, 9, (*int)(nil))
+		EntryDispose(4, m, k)
+		EntryCheck(5, m, iface)
+		EntryStore(6, &sm, k, &local)
 	}); n != 0 {
 		t.Fatalf("recording entry hooks allocate %v times per run, want 0", n)
 	}
@@ -115,15 +122,18 @@ func TestEntryRecord(t *testing.T) {
 	path := start(t, "")
 	m := map[string]*int{}
 	p := mapPtr(m)
-	EntryInit(1, p, "a")
-	EntryUse(2, p, "a")
-	EntryStore(3, p, "a", true)
-	EntryStore(4, p, "a", false)
-	EntryDispose(5, p, "a")
-	EntryCheck(6, p, "b")
+	EntryInit(1, m, "a")
+	EntryUse(2, m, "a")
+	EntryStore(3, m, "a", (*int)(nil))
+	EntryStore(4, m, "a", new(int))
+	EntryDispose(5, m, "a")
+	EntryCheck(6, m, "b")
+	EntryStore(7, m, "a", nil)
+	EntryStore(8, m, "a", any(nil))
+	EntryStore(9, m, "a", 0)
 	Finish()
 	evs := readSpill(t, path)
-	want := []abi.Op{abi.OpInit, abi.OpUse, abi.OpDispose, abi.OpInit, abi.OpDispose, abi.OpCheck}
+	want := []abi.Op{abi.OpInit, abi.OpUse, abi.OpDispose, abi.OpInit, abi.OpDispose, abi.OpCheck, abi.OpDispose, abi.OpDispose, abi.OpInit}
 	var got []abi.RawEvent
 	for _, e := range evs {
 		if e.Op.Sited() {

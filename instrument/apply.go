@@ -80,6 +80,7 @@ func apply(fset *token.FileSet, dec *decorator.Decorator, df *dst.File, ed *edit
 // the store hook takes &s.p.q, not &(*_waflUse(…, &s.p)).q.
 func (ap *applier) pre(c *dstutil.Cursor) bool {
 	ap.preChecks(c.Node())
+	ap.preEntries(c.Node()) // entries.go
 	s, ok := ap.nodes[c.Node()].(*ast.AssignStmt)
 	if !ok {
 		return true

@@ -78,7 +78,7 @@ func _waflCheckAtomicBool(site uint32, p *_wafl_atomic.Bool) bool {
 func _waflCheckLookup[M ~map[K]V, K comparable, V any](site uint32, m M, k K) (V, bool) {
 	v, ok := m[k]
 	if _waflOn() {
-		_waflEntryCheckSlow(site, _waflMapPtr(m), k)
+		_waflEntryCheckSlow(site, m, k)
 	}
 	return v, ok
 }

@@ -42,10 +42,10 @@ import (
 
 // Helper names of the map entry hooks (entryHelperTemplate).
 const (
+	hEntryKey      = "_waflEntryKey"
 	hEntryUse      = "_waflEntryUse"
 	hEntryInit     = "_waflEntryInit"
 	hEntryStore    = "_waflEntryStore"
-	hEntryStoreAny = "_waflEntryStoreAny"
 	hEntryNil      = "_waflEntryNil"
 	hEntryDelete   = "_waflEntryDelete"
 	hSyncStore     = "_waflSyncStore"
@@ -62,7 +62,8 @@ const (
 // Actions on map entries (numbered apart from rewrite.go's list, like
 // actCheckLookup).
 const (
-	// actEntryUse: a lookup m[k] -> _waflEntryUse(id, m, k).
+	// actEntryUse: a lookup m[k] -> m[_waflEntryKey(id, m, k)] when m is
+	// pure (action.ptr), _waflEntryUse(id, m, k) otherwise.
 	actEntryUse actKind = 120 + iota
 	// actEntryStore: the value V of m[k] = V -> _waflEntryInit/…(id, V, m, k)
 	// (lhs: the index expression, evaluated again: pure).
@@ -79,145 +80,121 @@ const (
 // and the map access it makes is the one the user's code made. The
 // runtime hashes the key only when the hooks are on.
 const entryHelperTemplate = `
-func _waflMapPtr[M any](m M) _wafl_unsafe.Pointer { return *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&m)) }
+func _waflEntryKey[M ~map[K]V, K comparable, V any](site uint32, m M, k K) K {
+	if _wafl.CurrentMode() != 0 {
+		_waflEntryUseSlow(site, m, k)
+	}
+	return k
+}
 
 func _waflEntryUse[M ~map[K]V, K comparable, V any](site uint32, m M, k K) V {
-	if _waflOn() {
-		_waflEntryUseSlow(site, _waflMapPtr(m), k)
+	if _wafl.CurrentMode() != 0 {
+		_waflEntryUseSlow(site, m, k)
 	}
 	return m[k]
 }
 
-//go:noinline
-func _waflEntryUseSlow[K comparable](site uint32, m _wafl_unsafe.Pointer, k K) { _wafl.EntryUse(site, m, k) }
-
 func _waflEntryInit[V any, M ~map[K]W, K comparable, W any](site uint32, v V, m M, k K) V {
-	if _waflOn() {
-		_waflEntryInitSlow(site, _waflMapPtr(m), k)
+	if _wafl.CurrentMode() != 0 {
+		_waflEntryInitSlow(site, m, k)
 	}
 	return v
 }
-
-//go:noinline
-func _waflEntryInitSlow[K comparable](site uint32, m _wafl_unsafe.Pointer, k K) { _wafl.EntryInit(site, m, k) }
 
 func _waflEntryStore[V any, M ~map[K]W, K comparable, W any](site uint32, v V, m M, k K) V {
-	if _waflOn() {
-		_waflEntryStoreSlow(site, _waflMapPtr(m), k, *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&v)) == nil)
+	if _wafl.CurrentMode() != 0 {
+		_waflEntryStoreSlow(site, m, k, v)
 	}
 	return v
-}
-
-// _waflEntryStoreAny is _waflEntryStore for a value of type-parameter type
-// stored into a map of interfaces (as _waflStoreAny).
-func _waflEntryStoreAny[V any, M ~map[K]W, K comparable, W any](site uint32, v V, m M, k K) V {
-	if _waflOn() {
-		_waflEntryStoreSlow(site, _waflMapPtr(m), k, any(v) == nil)
-	}
-	return v
-}
-
-//go:noinline
-func _waflEntryStoreSlow[K comparable](site uint32, m _wafl_unsafe.Pointer, k K, isNil bool) {
-	_wafl.EntryStore(site, m, k, isNil)
 }
 
 func _waflEntryNil[M ~map[K]V, K comparable, V any](site uint32, m M, k K) (zero V) {
-	if _waflOn() {
-		_waflEntryDisposeSlow(site, _waflMapPtr(m), k)
+	if _wafl.CurrentMode() != 0 {
+		_waflEntryDisposeSlow(site, m, k)
 	}
 	return zero
 }
 
 func _waflEntryDelete[M ~map[K]V, K comparable, V any](site uint32, m M, k K) {
-	if _waflOn() {
-		_waflEntryDisposeSlow(site, _waflMapPtr(m), k)
+	if _wafl.CurrentMode() != 0 {
+		_waflEntryDisposeSlow(site, m, k)
 	}
 	delete(m, k)
 }
 
-//go:noinline
-func _waflEntryDisposeSlow[K comparable](site uint32, m _wafl_unsafe.Pointer, k K) { _wafl.EntryDispose(site, m, k) }
+// The out-of-line parts take the map (or the *sync.Map) and the key as
+// interfaces, which neither allocate nor escape (hook.EntryUse), so that
+// the helpers above stay within the inlining budget.
 
 //go:noinline
-func _waflEntryCheckSlow[K comparable](site uint32, m _wafl_unsafe.Pointer, k K) { _wafl.EntryCheck(site, m, k) }
-
-// sync.Map: the entry of key k of the map at m. A value stored is nil
-// when the interface is nil or holds a nil pointer (its data word).
-
-func _waflAnyNil(v any) bool {
-	return v == nil || (*[2]_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&v))[1] == nil
-}
+func _waflEntryUseSlow(site uint32, m, k any) { _wafl.EntryUse(site, m, k) }
 
 //go:noinline
-func _waflSyncStoreSlow(site uint32, m *_wafl_sync.Map, k, v any) {
-	_wafl.EntryStore(site, _wafl_unsafe.Pointer(m), k, _waflAnyNil(v))
-}
+func _waflEntryInitSlow(site uint32, m, k any) { _wafl.EntryInit(site, m, k) }
 
 //go:noinline
-func _waflSyncSlow(site uint32, m *_wafl_sync.Map, k any, op uint8) {
-	switch op {
-	case 2:
-		_wafl.EntryUse(site, _wafl_unsafe.Pointer(m), k)
-	case 3:
-		_wafl.EntryDispose(site, _wafl_unsafe.Pointer(m), k)
-	case 5:
-		_wafl.EntryCheck(site, _wafl_unsafe.Pointer(m), k)
-	}
-}
+func _waflEntryStoreSlow(site uint32, m, k, v any) { _wafl.EntryStore(site, m, k, v) }
+
+//go:noinline
+func _waflEntryDisposeSlow(site uint32, m, k any) { _wafl.EntryDispose(site, m, k) }
+
+//go:noinline
+func _waflEntryCheckSlow(site uint32, m, k any) { _wafl.EntryCheck(site, m, k) }
+
+// sync.Map: the entry of key k of the map at m.
 
 func _waflSyncStore(site uint32, m *_wafl_sync.Map, k, v any) {
 	if _waflOn() {
-		_waflSyncStoreSlow(site, m, k, v)
+		_waflEntryStoreSlow(site, m, k, v)
 	}
 	m.Store(k, v)
 }
 
 func _waflSyncLoadOrStore(site uint32, m *_wafl_sync.Map, k, v any) (any, bool) {
 	if _waflOn() {
-		_waflSyncStoreSlow(site, m, k, v)
+		_waflEntryStoreSlow(site, m, k, v)
 	}
 	return m.LoadOrStore(k, v)
 }
 
 func _waflSyncSwap(site uint32, m *_wafl_sync.Map, k, v any) (any, bool) {
 	if _waflOn() {
-		_waflSyncStoreSlow(site, m, k, v)
+		_waflEntryStoreSlow(site, m, k, v)
 	}
 	return m.Swap(k, v)
 }
 
 func _waflSyncCAS(site uint32, m *_wafl_sync.Map, k, old, v any) bool {
 	if _waflOn() {
-		_waflSyncStoreSlow(site, m, k, v)
+		_waflEntryStoreSlow(site, m, k, v)
 	}
 	return m.CompareAndSwap(k, old, v)
 }
 
 func _waflSyncDelete(site uint32, m *_wafl_sync.Map, k any) {
 	if _waflOn() {
-		_waflSyncSlow(site, m, k, 3)
+		_waflEntryDisposeSlow(site, m, k)
 	}
 	m.Delete(k)
 }
 
 func _waflSyncLoadAndDelete(site uint32, m *_wafl_sync.Map, k any) (any, bool) {
 	if _waflOn() {
-		_waflSyncSlow(site, m, k, 3)
+		_waflEntryDisposeSlow(site, m, k)
 	}
 	return m.LoadAndDelete(k)
 }
 
 func _waflSyncCAD(site uint32, m *_wafl_sync.Map, k, old any) bool {
 	if _waflOn() {
-		_waflSyncSlow(site, m, k, 3)
+		_waflEntryDisposeSlow(site, m, k)
 	}
 	return m.CompareAndDelete(k, old)
 }
 
 func _waflSyncLoad(site uint32, m *_wafl_sync.Map, k any) (any, bool) {
 	if _waflOn() {
-		_waflSyncSlow(site, m, k, 2)
+		_waflEntryUseSlow(site, m, k)
 	}
 	return m.Load(k)
 }
@@ -225,7 +202,7 @@ func _waflSyncLoad(site uint32, m *_wafl_sync.Map, k any) (any, bool) {
 func _waflSyncCheck(site uint32, m *_wafl_sync.Map, k any) (any, bool) {
 	v, ok := m.Load(k)
 	if _waflOn() {
-		_waflSyncSlow(site, m, k, 5)
+		_waflEntryCheckSlow(site, m, k)
 	}
 	return v, ok
 }
@@ -378,7 +355,7 @@ func (c *collector) entryUse(e ast.Expr, kind string) bool {
 	}
 	ix := ast.Unparen(e).(*ast.IndexExpr)
 	if !c.ed.has(ix, actEntryUse) {
-		c.ed.add(ix, action{kind: actEntryUse, site: c.entrySite(kind, ix, en)})
+		c.ed.add(ix, action{kind: actEntryUse, site: c.entrySite(kind, ix, en), ptr: c.pure(ix.X), lhs: ix.X})
 	}
 	return true
 }
@@ -626,6 +603,12 @@ func (ap *applier) editEntry(act action, n dst.Node) dst.Node {
 	switch act.kind {
 	case actEntryUse:
 		ix := n.(*dst.IndexExpr)
+		if m, ok := ap.clones[act.lhs]; ok && act.ptr {
+			// m[_waflEntryKey(id, m, k)]: the map evaluated twice (pure),
+			// the key once; the helper stays within the inlining budget.
+			ix.Index = call(hEntryKey, siteLit(act.site), cleanClone(m), ix.Index)
+			return ix
+		}
 		out := call(hEntryUse, siteLit(act.site), ix.X, ix.Index)
 		out.Decs.NodeDecs = ix.Decs.NodeDecs
 		return out
@@ -640,8 +623,6 @@ func (ap *applier) editEntry(act action, n dst.Node) dst.Node {
 			return call(hEntryNil, siteLit(act.site), m, k)
 		case "init":
 			return call(hEntryInit, siteLit(act.site), n.(dst.Expr), m, k)
-		case "store-any":
-			return call(hEntryStoreAny, siteLit(act.site), n.(dst.Expr), m, k)
 		}
 		return call(hEntryStore, siteLit(act.site), n.(dst.Expr), m, k)
 	case actEntryDelete:
@@ -697,4 +678,23 @@ func (c *collector) noteOnce(n ast.Node, format string, args ...any) {
 	}
 	c.noted[n.Pos()] = true
 	c.note(n, format, args...)
+}
+
+// preEntries takes, top-down, a pristine copy of the map expression of a
+// lookup rewritten as m[_waflEntryKey(id, m, k)], before the hooks of its
+// own subexpressions are added to it.
+func (ap *applier) preEntries(n dst.Node) {
+	ix, ok := n.(*dst.IndexExpr)
+	if !ok {
+		return
+	}
+	a, ok := ap.nodes[n].(*ast.IndexExpr)
+	if !ok {
+		return
+	}
+	for _, act := range ap.ed.acts[a] {
+		if act.kind == actEntryUse && act.ptr {
+			ap.clones[a.X] = cleanClone(ix.X)
+		}
+	}
 }

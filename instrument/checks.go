@@ -18,13 +18,13 @@
 //     that closes a channel: _waflCheckFlag(id, &x.closed) and
 //     _waflCheckAtomicBool(id, &E) load, then hook, then return the value;
 //   - a comma-ok map lookup `v, ok := m[k]` (also `=`, `var v, ok = m[k]`)
-//     of a shared map (a field or package variable) in a function that
-//     closes a channel: the lookup whose result the function goes on to
+//     of a shared map in a function that closes a channel or disposes of
+//     a map entry: the lookup whose result the function goes on to
 //     dispose (`if ok { delete(m, k); close(v.ch) }`). The right side
 //     becomes _waflCheckLookup(id, m, k), which looks up, then hooks with
-//     the map as the object, then returns both results. The goroutine
-//     that finds nothing (another removed the entry) still checks, so
-//     the near miss is recorded.
+//     the entry (map, key) as the object (entries.go), then returns both
+//     results. The goroutine that finds nothing (another removed the
+//     entry) still checks, so the near miss is recorded.
 
 package instrument
 

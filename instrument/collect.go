@@ -178,6 +178,12 @@ func (c *collector) visit(n, parent ast.Node) {
 // site allocates the id of a site of the given kind at n, whose slot (or
 // channel, or atomic) is expr.
 func (c *collector) site(kind string, n ast.Node, expr ast.Expr) uint32 {
+	return c.siteText(kind, n, exprString(c.fset, expr), slotTypeString(kind, typeOf(c.info, expr)))
+}
+
+// siteText is site with the expression's text and its slot type given (a
+// map entry's "m[k]" and its element type, entries.go).
+func (c *collector) siteText(kind string, n ast.Node, expr, typ string) uint32 {
 	pos := c.fset.Position(n.Pos())
 	c.ed.numSites++
 	s := sites.Site{
@@ -185,9 +191,9 @@ func (c *collector) site(kind string, n ast.Node, expr ast.Expr) uint32 {
 		File: pos.Filename,
 		Line: pos.Line,
 		Col:  pos.Column,
-		Expr: exprString(c.fset, expr),
+		Expr: expr,
 		Func: c.funcName(),
-		Type: slotTypeString(kind, typeOf(c.info, expr)),
+		Type: typ,
 	}
 	s.Derefs = derefLines(c.fset, s, c.derefs)
 	return c.alloc.add(s)

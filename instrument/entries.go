@@ -8,11 +8,11 @@
 //
 //   - m[k] = v: init (v non-nil), dispose (v nil), or decided at run time;
 //   - delete(m, k): dispose;
-//   - a lookup m[k] whose value is dereferenced, called, sent on or closed,
-//     directly (m[k].f, m[k].M(), m[k](), *m[k], m[k] <- v, close(m[k]),
-//     m[k][j] = v) or through a local, an argument or a result (the loads
-//     pass, loads.go): use, before the lookup, where a delay lets the
-//     delete come first;
+//   - a lookup m[k] whose value is dereferenced, called, sent on, closed
+//     or type-asserted, directly (m[k].f, m[k].M(), m[k](), *m[k],
+//     m[k] <- v, close(m[k]), m[k][j] = v, m[k].(T)) or through a local, an
+//     argument or a result (the loads pass, loads.go): use, before the
+//     lookup, where a delay lets the delete come first;
 //   - a comma-ok lookup v, ok := m[k] in a function that closes a channel
 //     or disposes of a map entry: check (checks.go), after the lookup.
 //
@@ -37,7 +37,6 @@ import (
 	"go/types"
 
 	"github.com/dave/dst"
-	"github.com/memorder/wafl/instrument/sites"
 )
 
 // Helper names of the map entry hooks (entryHelperTemplate).
@@ -75,10 +74,12 @@ const (
 	actSyncMap
 )
 
-// entryHelperTemplate is appended to the generated helper file. Each
-// helper evaluates nothing twice: the map and the key are its arguments,
-// and the map access it makes is the one the user's code made. The
-// runtime hashes the key only when the hooks are on.
+// entryHelperTemplate is appended to the generated helper file. The map
+// and the key are the helpers' arguments, and a helper that accesses the
+// map makes the access the user's code made; _waflEntryKey only hooks and
+// returns the key, leaving the user's index expression in place (which
+// evaluates the map, pure, a second time), to stay within the inlining
+// budget. The runtime hashes the key only when the hooks are on.
 const entryHelperTemplate = `
 func _waflEntryKey[M ~map[K]V, K comparable, V any](site uint32, m M, k K) K {
 	if _wafl.CurrentMode() != 0 {
@@ -334,15 +335,6 @@ func (c *collector) freshMaps() map[*types.Var]bool {
 // entrySite allocates a site of the given kind for the entry.
 func (c *collector) entrySite(kind string, at ast.Node, en entryInfo) uint32 {
 	return c.siteText(kind, at, en.text, slotTypeString(kind, en.elem))
-}
-
-// siteText is site with the expression and the type given.
-func (c *collector) siteText(kind string, n ast.Node, expr, typ string) uint32 {
-	pos := c.fset.Position(n.Pos())
-	c.ed.numSites++
-	s := sites.Site{Kind: kind, File: pos.Filename, Line: pos.Line, Col: pos.Column, Expr: expr, Func: c.funcName(), Type: typ}
-	s.Derefs = derefLines(c.fset, s, c.derefs)
-	return c.alloc.add(s)
 }
 
 // entryUse records a use of the entry e (kind "use", or "load" for a

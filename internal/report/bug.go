@@ -176,9 +176,7 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 		b.Partner = &p
 	}
 	b.Reordered = a.Reordered
-	if a.Reordered {
-		b.PartnerGoroutine = a.PartnerG
-	}
+	b.PartnerGoroutine = a.PartnerG
 	b.PairFrom = a.Pair.From
 	b.Reproduce = Reproduce{Wafl: in.Reproduce, Command: append([]string{in.Binary}, in.Args...), Env: in.Env}
 	if b.Reproduce.Wafl == "" {

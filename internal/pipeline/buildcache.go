@@ -56,6 +56,7 @@ type builtPackage struct {
 	Files       int      `json:"files,omitempty"`
 	NumSites    int      `json:"num_sites,omitempty"`
 	Tests       []string `json:"tests,omitempty"`
+	NoDelay     []string `json:"no_delay,omitempty"`
 	Skipped     []string `json:"skipped,omitempty"`
 	NoTestFiles bool     `json:"no_test_files,omitempty"`
 }
@@ -198,7 +199,7 @@ func saveBuild(ws *workdir.Dir, fp string, res *ibuild.Result, hashes map[string
 	path := ws.BuildStatePath()
 	st := buildState{Fingerprint: fp, Sites: res.Sites}
 	for _, p := range res.Packages {
-		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, Skipped: p.Skipped}
+		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, NoDelay: p.NoDelay, Skipped: p.Skipped}
 		switch {
 		case errors.Is(p.Err, ibuild.ErrNoTestFiles):
 			bp.NoTestFiles = true
@@ -230,7 +231,7 @@ func (st *buildState) result(work string) *ibuild.Result {
 	for _, bp := range st.Packages {
 		p := &ibuild.Package{
 			ImportPath: bp.ImportPath, Dir: bp.Dir, Binary: bp.Binary, Sites: bp.Sites,
-			Files: bp.Files, NumSites: bp.NumSites, Tests: bp.Tests, Skipped: bp.Skipped,
+			Files: bp.Files, NumSites: bp.NumSites, Tests: bp.Tests, NoDelay: bp.NoDelay, Skipped: bp.Skipped,
 		}
 		if bp.NoTestFiles {
 			p.Err = ibuild.ErrNoTestFiles

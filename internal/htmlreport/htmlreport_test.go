@@ -2,8 +2,8 @@ package htmlreport
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strings"
 	"testing"

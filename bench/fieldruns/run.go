@@ -105,7 +105,18 @@ func Source(ctx context.Context, m Module, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	return fieldbench.CopyTree(cache, dir)
+	if err := fieldbench.CopyTree(cache, dir); err != nil {
+		return err
+	}
+	// A version without a go.mod (+incompatible, or older than modules)
+	// gets a minimal one: its path, and the language version the go command
+	// assumes for such a module, so that no semantics change (loop
+	// variables); -mod=mod finds its requirements.
+	gomod := filepath.Join(dir, "go.mod")
+	if _, err := os.Stat(gomod); os.IsNotExist(err) {
+		return os.WriteFile(gomod, []byte("module "+m.Path+"\n\ngo 1.16\n"), 0o644)
+	}
+	return nil
 }
 
 // Env is the environment of every command: no workspace, the local

@@ -222,7 +222,7 @@ func TestMarkdown(t *testing.T) {
 			Plain: step(2, 3), Prepare: step(6, 9), Detect: step(4, 6), Wafl: w,
 			Reports: []Report{{BugRef: fieldruns.BugRef{Package: "ex.com/m", Test: "TestA", Kind: "use-before-init", Panic: "nil pointer",
 				Delayed: "a.go:3 s.p (store) in Start", Failing: "a.go:9 s.p (use) in loop"}, Copy: "m/reports/ex.com/m/TestA.txt"}},
-			Broken: []Broken{{Package: "ex.com/m", Test: "TestB", Kind: "fail", Runs: []string{"run 1: want 1 got 0"}, Logs: []string{"m/logs/ex.com/m/TestB.run1.log"}}},
+			Broken:     []Broken{{Package: "ex.com/m", Test: "TestB", Kind: "fail", Runs: []string{"run 1: want 1 got 0"}, Logs: []string{"m/logs/ex.com/m/TestB.run1.log"}}},
 			WaflErrors: []WaflError{{Kind: "build", What: "ex.com/m/v2", Reason: "boom\nsecond line"}},
 			Race:       Step{Ran: true, Timing: fieldruns.Timing{Wall: 20, CPU: 30}, Races: 1, Failed: []string{"ex.com/m.TestR"}}},
 		"slow": {Name: "slow", Module: "ex.com/slow", Version: "v0.1.0", Status: "ok", WaflCommit: "abc1234", Machine: "2 CPUs (X)",

@@ -46,6 +46,10 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		"with a fresh work directory, all with the list's packages, `-skip` and `-short`. Times are wall / CPU "+
 		"(user + system of the command and every process it waited for). %d of %d listed modules have a result.\n\n",
 		len(run), len(mods))
+	b.WriteString("Usage: `make hunt` runs every listed module without a stored result (an interrupted hunt resumes); " +
+		"`make hunt MOD=\"xsync zap\"` only those; `HUNTFLAGS=-force` runs stored ones again, `HUNTFLAGS=-render` only " +
+		"rewrites this page; `-step-timeout` (15m) bounds each step, `-test-timeout` (3m) is wafl's `--timeout`. " +
+		"Work directories (module copies, wafl's `--dir`, every output) stay under `$TMPDIR/wafl-hunt/<name>/`.\n\n")
 	b.WriteString("| module@version | tests | with candidates | pairs observed / static / predicted | delays | runs | reports | broken by delays | wafl errors | plain | -race | prepare | detect | prepare+detect ÷ -race (wall / CPU) |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	belowWall, belowCPU, compared := 0, 0, 0

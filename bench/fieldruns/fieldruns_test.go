@@ -268,3 +268,20 @@ func TestMarkdown(t *testing.T) {
 		t.Error("Median")
 	}
 }
+
+func TestDropLocalReplaces(t *testing.T) {
+	dir := t.TempDir()
+	gomod := "module ex.com/m/sdk\n\ngo 1.22\n\nrequire (\n\tex.com/m v1.2.0\n\tex.com/other v0.1.0\n)\n\n" +
+		"replace ex.com/m => ../\n\nreplace ex.com/m/metric v1.2.0 => ../metric\n\nreplace ex.com/other => ex.com/fork v0.2.0\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropLocalReplaces(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+	got := string(data)
+	if strings.Contains(got, "../") || !strings.Contains(got, "ex.com/other => ex.com/fork v0.2.0") {
+		t.Errorf("go.mod after dropping local replaces:\n%s", got)
+	}
+}

@@ -63,6 +63,11 @@ const (
 	PanicSendClosed  PanicKind = "send-closed"  // send on closed channel
 	PanicCloseClosed PanicKind = "close-closed" // close of closed channel
 	PanicCloseNil    PanicKind = "close-nil"    // close of nil channel
+	// PanicNilAssert: a type assertion v.(T) of a nil interface ("interface
+	// conversion: … is nil, not T"), the nil dereference of an interface
+	// value: what a lookup of a sync.Map entry that was deleted panics
+	// with. Only crashes have it; the runtime does not log it.
+	PanicNilAssert PanicKind = "nil-assert"
 	// A sync.WaitGroup used out of order: Done before the matching Add,
 	// Add for a new round before the previous Wait has returned (or
 	// concurrently with it). Only crashes have these; the runtime does
@@ -76,7 +81,7 @@ const (
 // Memorder reports whether k is one of the panics a MEMORDER bug causes.
 func (k PanicKind) Memorder() bool {
 	switch k {
-	case PanicNilDeref, PanicNilMap, PanicSendClosed, PanicCloseClosed, PanicCloseNil, PanicWGNegative, PanicWGReuse:
+	case PanicNilDeref, PanicNilMap, PanicSendClosed, PanicCloseClosed, PanicCloseNil, PanicNilAssert, PanicWGNegative, PanicWGReuse:
 		return true
 	}
 	return false

@@ -80,6 +80,7 @@ func apply(fset *token.FileSet, dec *decorator.Decorator, df *dst.File, ed *edit
 // the store hook takes &s.p.q, not &(*_waflUse(…, &s.p)).q.
 func (ap *applier) pre(c *dstutil.Cursor) bool {
 	ap.preChecks(c.Node())
+	ap.preEntries(c.Node()) // entries.go
 	s, ok := ap.nodes[c.Node()].(*ast.AssignStmt)
 	if !ok {
 		return true
@@ -87,7 +88,7 @@ func (ap *applier) pre(c *dstutil.Cursor) bool {
 	ds := c.Node().(*dst.AssignStmt)
 	tuple := ap.ed.has(s, actTuple)
 	for i, l := range s.Lhs {
-		if tuple || i < len(s.Rhs) && ap.ed.has(s.Rhs[i], actStore) {
+		if tuple || i < len(s.Rhs) && (ap.ed.has(s.Rhs[i], actStore) || ap.ed.has(s.Rhs[i], actEntryStore)) {
 			ap.clones[l] = cleanClone(ds.Lhs[i])
 		}
 	}
@@ -158,6 +159,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.editCheck(act, n)
 	case actHoist:
 		return hoistRecv(act, n.(dst.Expr)) // locks.go
+	case actEntryUse, actEntryStore, actEntryDelete, actSyncMap:
+		return ap.editEntry(act, n) // entries.go
 	}
 	return n
 }

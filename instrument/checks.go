@@ -18,13 +18,13 @@
 //     that closes a channel: _waflCheckFlag(id, &x.closed) and
 //     _waflCheckAtomicBool(id, &E) load, then hook, then return the value;
 //   - a comma-ok map lookup `v, ok := m[k]` (also `=`, `var v, ok = m[k]`)
-//     of a shared map (a field or package variable) in a function that
-//     closes a channel: the lookup whose result the function goes on to
+//     of a shared map in a function that closes a channel or disposes of
+//     a map entry: the lookup whose result the function goes on to
 //     dispose (`if ok { delete(m, k); close(v.ch) }`). The right side
 //     becomes _waflCheckLookup(id, m, k), which looks up, then hooks with
-//     the map as the object, then returns both results. The goroutine
-//     that finds nothing (another removed the entry) still checks, so
-//     the near miss is recorded.
+//     the entry (map, key) as the object (entries.go), then returns both
+//     results. The goroutine that finds nothing (another removed the
+//     entry) still checks, so the near miss is recorded.
 
 package instrument
 
@@ -78,7 +78,7 @@ func _waflCheckAtomicBool(site uint32, p *_wafl_atomic.Bool) bool {
 func _waflCheckLookup[M ~map[K]V, K comparable, V any](site uint32, m M, k K) (V, bool) {
 	v, ok := m[k]
 	if _waflOn() {
-		_waflCheckSlow(site, *(*_wafl_unsafe.Pointer)(_wafl_unsafe.Pointer(&m)))
+		_waflEntryCheckSlow(site, m, k)
 	}
 	return v, ok
 }
@@ -95,8 +95,10 @@ func _waflCloseSlow(site uint32, ch _wafl_unsafe.Pointer) { _wafl.Close(site, ch
 
 // checkState is what the check collection remembers per file.
 type checkState struct {
-	// closers are the bodies of top-level functions that close a channel.
-	closers []*ast.BlockStmt
+	// closers are the bodies of top-level functions that close a channel,
+	// disposers those of the others that dispose of a map entry
+	// (entries.go).
+	closers, disposers []*ast.BlockStmt
 }
 
 // checkSelect records the check sites of a select statement with a
@@ -197,8 +199,10 @@ func (c *collector) checkIf(n *ast.IfStmt, file *ast.File) {
 
 // checkLookup records the check site of a comma-ok lookup `v, ok = m[k]`
 // (lhs two names or expressions, rhs the one index expression) of a
-// shared map in a function that closes a channel. The key's type must be
-// the map's key type, so that the helper's type arguments are inferred.
+// shared map in a function that closes a channel or disposes of a map
+// entry (inDisposer). The object is the entry (map, key), so that only
+// lookups of one key pair. The key's type must be the map's key type, so
+// that the helper's type arguments are inferred.
 func (c *collector) checkLookup(nlhs int, rhs []ast.Expr, at ast.Node) {
 	if nlhs != 2 || len(rhs) != 1 {
 		return
@@ -221,10 +225,11 @@ func (c *collector) checkLookup(nlhs int, rhs []ast.Expr, at ast.Node) {
 	// A constant key is left alone: how an untyped constant argument is
 	// inferred depends on the module's language version.
 	kt := typeOf(c.info, ix.Index)
-	if kt == nil || c.info.Types[ix.Index].Value != nil || !types.Identical(kt, mt.Key()) || !c.sharedRoot(ix.X) || !c.inCloser(at, c.file) {
+	if kt == nil || c.info.Types[ix.Index].Value != nil || !types.Identical(kt, mt.Key()) || !c.sharedMap(ix.X) || !c.inDisposer(at) {
 		return
 	}
-	c.ed.add(ix, action{kind: actCheckLookup, site: c.site("check", ix, ix.X)})
+	text := exprString(c.fset, ix.X) + "[" + exprString(c.fset, ix.Index) + "]"
+	c.ed.add(ix, action{kind: actCheckLookup, site: c.siteText("check", ix, text, slotTypeString("check", typeOf(c.info, ix.X)))})
 }
 
 // inCloser reports whether n lies in a top-level function of file that
@@ -250,6 +255,8 @@ func (c *collector) inCloser(n ast.Node, file *ast.File) bool {
 			})
 			if closes {
 				c.chk.closers = append(c.chk.closers, fd.Body)
+			} else if c.entryDisposes(fd.Body) {
+				c.chk.disposers = append(c.chk.disposers, fd.Body)
 			}
 		}
 	}

@@ -30,7 +30,9 @@ type collector struct {
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
 	file   *ast.File
-	chk    *checkState // check sites (checks.go), made on first use
+	chk    *checkState         // check sites (checks.go), made on first use
+	fresh  map[*types.Var]bool // locals holding maps made on the spot (entries.go), made on first use
+	noted  map[token.Pos]bool  // positions noted once (entries.go)
 }
 
 // collect returns the edits for file. Function bodies are walked in source
@@ -130,27 +132,36 @@ func (c *collector) visit(n, parent ast.Node) {
 		c.checkLookup(len(n.Lhs), n.Rhs, n) // checks.go
 		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
 			c.loadAssign(n.Lhs, nil, n.Rhs)
+			c.syncMapLoad(n.Lhs, nil, n.Rhs, n) // entries.go
 		}
 	case *ast.ValueSpec:
 		c.loadAssign(nil, n.Names, n.Values)
 		c.checkLookup(len(n.Names), n.Values, n) // checks.go
+		c.syncMapLoad(nil, n.Names, n.Values, n)
 	case *ast.ReturnStmt:
 		c.loadReturn(n)
 	case *ast.RangeStmt:
 		c.rangeLoad(n) // loads.go
 	case *ast.IncDecStmt:
 		c.mapWrite(n.X)
+	case *ast.TypeAssertExpr:
+		if n.Type != nil && !commaOK(n, parent) {
+			c.entryDeref(n.X, "interface") // m[k].(T) of a nil interface panics (entries.go)
+		}
 	case *ast.SelectorExpr:
 		c.selector(n)
 	case *ast.StarExpr:
 		if c.slot(n.X) && refKind(typeOf(c.info, n.X)) == "pointer" {
 			c.use(n.X)
+		} else {
+			c.entryDeref(n.X, "pointer") // entries.go
 		}
 	case *ast.IndexExpr:
 		c.arrayIndex(n)
 	case *ast.CallExpr:
 		c.call(n, parent)
 	case *ast.SendStmt:
+		c.entryDeref(n.Chan, "chan") // before the send's hook, which wraps it
 		id := c.site("send", n, n.Chan)
 		c.ed.add(n.Chan, action{kind: actSend, site: id})
 	case *ast.GoStmt:
@@ -250,6 +261,7 @@ func (c *collector) selector(n *ast.SelectorExpr) {
 			return
 		}
 	}
+	c.entryDeref(n.X, "pointer", "interface") // entries.go
 	c.atomicLoadUse(n.X)
 }
 
@@ -257,6 +269,13 @@ func (c *collector) selector(n *ast.SelectorExpr) {
 // array.
 func (c *collector) arrayIndex(n *ast.IndexExpr) {
 	if !c.slot(n.X) {
+		if en, ok := c.entry(n.X); ok {
+			if p, ok := under(en.elem).(*types.Pointer); ok {
+				if _, ok := under(p.Elem()).(*types.Array); ok {
+					c.entryUse(n.X, "use")
+				}
+			}
+		}
 		return
 	}
 	if p, ok := under(typeOf(c.info, n.X)).(*types.Pointer); ok {
@@ -343,13 +362,22 @@ func (c *collector) call(n *ast.CallExpr, parent ast.Node) {
 				c.ed.add(n, action{kind: actClose, site: site})
 				if c.slot(n.Args[0]) {
 					c.use(n.Args[0])
+				} else {
+					c.entryDeref(n.Args[0], "chan")
 				}
+			}
+			if b.Name() == "delete" {
+				c.entryDelete(n, parent) // entries.go
 			}
 			return
 		}
 	}
 	if c.info.Types[n.Fun].IsValue() && c.slot(n.Fun) && refKind(typeOf(c.info, n.Fun)) == "func" {
 		c.use(n.Fun)
+		return
+	}
+	if en, ok := c.entry(n.Fun); ok && c.info.Types[n.Fun].IsValue() && refKind(en.elem) == "func" {
+		c.entryUse(n.Fun, "use")
 		return
 	}
 	fsel, ok := fun.(*ast.SelectorExpr)
@@ -360,7 +388,7 @@ func (c *collector) call(n *ast.CallExpr, parent ast.Node) {
 		return // go wg.Done(), go p.Store(v): the go statement gets Fork/Adopt instead
 	}
 	if sel := c.info.Selections[fsel]; sel != nil && sel.Kind() == types.MethodVal {
-		if c.waitGroup(n, fsel, sel) {
+		if c.waitGroup(n, fsel, sel) || c.syncMapCall(n, fsel, sel, parent) {
 			return
 		}
 		want := map[string]int{"Store": 1, "Swap": 1, "CompareAndSwap": 2}
@@ -474,7 +502,9 @@ func (c *collector) mapWrite(lhs ast.Expr) {
 	}
 	if _, ok := under(typeOf(c.info, ix.X)).(*types.Map); ok && c.slot(ix.X) {
 		c.use(ix.X)
+		return
 	}
+	c.entryDeref(ix.X, "map") // m[k][j] = v on a map of maps
 }
 
 // assign: map writes on the left, and stores into slots. A store in a
@@ -489,7 +519,7 @@ func (c *collector) assign(n *ast.AssignStmt, parent ast.Node) {
 	}
 	if cc, ok := parent.(*ast.CommClause); ok && cc.Comm == n {
 		for _, l := range n.Lhs {
-			if c.slot(l) {
+			if _, isEntry := c.entry(l); c.slot(l) || isEntry {
 				c.note(l, "store into %s in a select case left alone", exprString(c.fset, l))
 			}
 		}
@@ -509,6 +539,9 @@ func (c *collector) assign(n *ast.AssignStmt, parent ast.Node) {
 // pure.
 func (c *collector) pairStores(n *ast.AssignStmt) {
 	for i, l := range n.Lhs {
+		if c.entryStore(l, n.Rhs[i]) { // entries.go
+			continue
+		}
 		if !c.slot(l) {
 			continue
 		}
@@ -530,6 +563,11 @@ func (c *collector) pairStores(n *ast.AssignStmt) {
 // form), which apply turns into a block with temporaries: only in a
 // statement list, and for comma-ok with an ok of type bool (or _).
 func (c *collector) tupleStore(n *ast.AssignStmt, parent ast.Node) {
+	for _, l := range n.Lhs {
+		if en, ok := c.entry(l); ok {
+			c.note(l, "tuple store into the map entry %s left alone", en.text)
+		}
+	}
 	if !inStmtList(parent) {
 		for _, l := range n.Lhs {
 			if c.slot(l) {

@@ -322,6 +322,13 @@ func (f *flow) context(node flowNode, e ast.Expr, child, parent, grand ast.Node,
 				r.next = append(r.next, flowEdge{resultNode{fn, i}, p.Pos()})
 			}
 		}
+	case *ast.TypeAssertExpr:
+		if p.X == child && p.Type != nil {
+			if lit {
+				fn = nil // a return in a function literal is the literal's
+			}
+			f.asserted(r, p, grand, fn)
+		}
 	case *ast.BinaryExpr:
 		if p.Op == token.EQL || p.Op == token.NEQ {
 			other := p.X
@@ -330,6 +337,74 @@ func (f *flow) context(node flowNode, e ast.Expr, child, parent, grand ast.Node,
 			}
 			if f.info.Types[other].IsNil() {
 				r.checked = true
+			}
+		}
+	}
+}
+
+// asserted records what happens to a node's interface value asserted by
+// ta (ta's parent is grand): a nil interface asserted to a type panics
+// (nil-assert), a comma-ok assertion hands on a nil value of the type, so
+// the value reaches what the assertion's result reaches: a dereference
+// (ta.f, ta.M(), *ta), a call, or a local it is copied into.
+func (f *flow) asserted(r *reach, ta *ast.TypeAssertExpr, grand ast.Node, fn *types.Func) {
+	deref := func() { r.nilDeref = true; r.lines = appendPos(r.lines, ta.Pos()) }
+	switch g := grand.(type) {
+	case *ast.SelectorExpr:
+		if g.X == ta && f.info.Selections[g] != nil {
+			deref()
+		}
+	case *ast.StarExpr:
+		deref()
+	case *ast.CallExpr:
+		if g.Fun == ta {
+			deref()
+			return
+		}
+		if callee := f.calleeFunc(g); callee != nil {
+			for i, a := range g.Args {
+				if a == ta {
+					if pv := paramNode(callee, i); pv != nil {
+						r.next = append(r.next, flowEdge{pv, g.Pos()})
+					}
+				}
+			}
+		}
+	case *ast.AssignStmt:
+		for i, rhs := range g.Rhs {
+			if rhs != ta {
+				continue
+			}
+			if len(g.Rhs) == 1 && len(g.Lhs) == 2 {
+				i = 0 // v, ok := x.(T)
+			} else if len(g.Lhs) != len(g.Rhs) {
+				return
+			}
+			if w := f.localVar(g.Lhs[i]); w != nil {
+				r.next = append(r.next, flowEdge{w, g.Pos()})
+			}
+		}
+	case *ast.ValueSpec:
+		for i, v := range g.Values {
+			if v != ta {
+				continue
+			}
+			if len(g.Values) == 1 && len(g.Names) == 2 {
+				i = 0
+			}
+			if i < len(g.Names) {
+				if w, ok := f.info.Defs[g.Names[i]].(*types.Var); ok {
+					r.next = append(r.next, flowEdge{w, g.Pos()})
+				}
+			}
+		}
+	case *ast.ReturnStmt:
+		if fn == nil {
+			return
+		}
+		for i, res := range g.Results {
+			if res == ta {
+				r.next = append(r.next, flowEdge{resultNode{fn, i}, g.Pos()})
 			}
 		}
 	}
@@ -516,6 +591,9 @@ func (c *collector) loadOf(e ast.Expr, n flowNode) {
 		}
 		id := c.site("load", e, e)
 		c.ed.add(e, action{kind: actUse, site: id})
+		return
+	}
+	if c.entryUse(e, "load") { // entries.go
 		return
 	}
 	c.atomicLoad(e)

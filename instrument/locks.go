@@ -64,7 +64,7 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 				for _, s := range a.slots {
 					h.sitePos = append(h.sitePos, sitePos{s.site, n.Pos()})
 				}
-			} else if hoistable(a.kind) {
+			} else if hoistable(a.kind) || entryHoistable(a) {
 				h.sitePos = append(h.sitePos, sitePos{a.site, n.Pos()})
 			}
 		}

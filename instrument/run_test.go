@@ -85,6 +85,22 @@ func TestRun(t *testing.T) {
 		}
 	})
 
+	t.Run("entries", func(t *testing.T) {
+		orig := runOriginal(t, mod, "entries", false)
+		inst := runInstrumented(t, pkgs["entries"], nil, false)
+		if orig != inst || !strings.Contains(orig, "entries: 1 2 1 true false 0 7 false [reg key a]") {
+			t.Errorf("instrumented output differs:\noriginal:\n%s\ninstrumented:\n%s", orig, inst)
+		}
+		p := pkgs["entries"]
+		raw := filepath.Join(t.TempDir(), "raw")
+		runInstrumented(t, p, []string{"WAFL_MODE=record", "WAFL_TRACE=" + raw}, false)
+		arrows := raw + ".arrows"
+		if _, err := trace.Convert(raw, arrows, trace.Meta{Package: p.ImportPath, Test: "TestRun"}); err != nil {
+			t.Fatal(err)
+		}
+		checkEntryEvents(t, p, arrows)
+	})
+
 	t.Run("events", func(t *testing.T) {
 		p := pkgs["events"]
 		raw := filepath.Join(t.TempDir(), "raw")
@@ -95,6 +111,98 @@ func TestRun(t *testing.T) {
 		}
 		checkEvents(t, p, arrows)
 	})
+}
+
+// checkEntryEvents checks the events of entries.go: one object per map
+// entry, tagged apart from addresses, the same for its store, use, check
+// and dispose, different for another key or another map.
+func checkEntryEvents(t *testing.T, p *build.Package, path string) {
+	tab, err := sites.Load(p.Sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, path)
+	// at returns the events of the site of kind on line of entries.go.
+	at := func(kind string, line int) []event {
+		t.Helper()
+		var id uint32
+		for _, s := range tab.Sites {
+			if s.Kind == kind && s.Line == line && filepath.Base(s.File) == "entries.go" {
+				id = s.ID
+			}
+		}
+		if id == 0 {
+			t.Fatalf("no %s site at entries.go:%d in %s", kind, line, p.Sites)
+		}
+		var found []event
+		for _, e := range evs {
+			if e.site == id {
+				found = append(found, e)
+			}
+		}
+		return found
+	}
+	one := func(kind string, line int, op abi.Op) uint64 {
+		t.Helper()
+		evs := at(kind, line)
+		if len(evs) != 1 || evs[0].op != op {
+			t.Fatalf("%s at line %d: events %+v, want one %v", kind, line, evs, op)
+		}
+		return evs[0].obj
+	}
+	stores := at("store", 22)
+	if len(stores) != 2 || stores[0].op != abi.OpInit || stores[1].op != abi.OpInit {
+		t.Fatalf("r.peers[k] = p: events %+v, want two inits", stores)
+	}
+	a, b := stores[0].obj, stores[1].obj
+	use := one("use", 35, abi.OpUse)
+	load := one("load", 40, abi.OpUse)
+	chainUse := one("use", 68, abi.OpUse)
+	checks := at("check", 46)
+	del := one("delete", 47, abi.OpDispose)
+	clear := one("dispose", 54, abi.OpDispose)
+	remove := one("delete", 28, abi.OpDispose)
+	sput := one("store", 57, abi.OpInit)
+	sdel := one("delete", 58, abi.OpDispose)
+	sload := one("load", 60, abi.OpUse)
+	for name, o := range map[string]uint64{"a": a, "b": b, "sync": sput} {
+		if !abi.IsEntry(o) {
+			t.Errorf("entry %s: object %#x is not an entry id", name, o)
+		}
+	}
+	if a == b || a == sput || b == sput {
+		t.Errorf("entries share objects: a %#x b %#x sync %#x", a, b, sput)
+	}
+	if use != a || chainUse != a || del != a || load != b || clear != b || remove != b {
+		t.Errorf("entry objects: a %#x, b %#x; use %#x chain %#x delete %#x, load %#x clear %#x remove %#x",
+			a, b, use, chainUse, del, load, clear, remove)
+	}
+	if len(checks) != 2 || checks[0].obj != a || checks[1].obj != a || checks[0].op != abi.OpCheck {
+		t.Errorf("comma-ok lookups: %+v, want two checks of %#x", checks, a)
+	}
+	if sdel != sput || sload != sput {
+		t.Errorf("sync.Map entry: store %#x load %#x delete %#x", sput, sload, sdel)
+	}
+}
+
+func readEvents(t *testing.T, path string) []event {
+	t.Helper()
+	r, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var evs []event
+	for r.Next() {
+		b := r.Batch()
+		for i := 0; i < b.Len(); i++ {
+			evs = append(evs, event{b.G[i], b.Obj[i], b.Clock[i], b.Site[i], abi.Op(b.Op[i])})
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
 
 type event struct {
@@ -250,21 +358,37 @@ func TestHelpersInline(t *testing.T) {
 		t.Skip("compiles an instrumented package")
 	}
 	mod, pkgs := runModule(t)
-	p := pkgs["semantics"]
 	build := filepath.Join(mod, ".wafl", "build")
-	cmd := exec.Command("go", "test", "-c", "-o", os.DevNull, "-vet=off",
-		"-overlay", filepath.Join(build, "overlay.json"),
-		"-modfile", filepath.Join(build, "go.mod"), "-mod=mod",
-		"-gcflags="+p.ImportPath+"=-m", "./semantics")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	for _, h := range instrument.InlineHelpers {
-		if !regexp.MustCompile(`can inline ` + h + `\[go\.shape`).Match(out) {
-			t.Errorf("%s is not inlinable any more", h)
+	for _, c := range []struct {
+		pkg            string
+		generic, plain []string
+	}{
+		{"semantics", instrument.InlineHelpers, nil},
+		{"entries", instrument.InlineEntryHelpers, instrument.InlineSyncHelpers},
+	} {
+		p := pkgs[c.pkg]
+		cmd := exec.Command("go", "test", "-c", "-o", os.DevNull, "-vet=off",
+			"-overlay", filepath.Join(build, "overlay.json"),
+			"-modfile", filepath.Join(build, "go.mod"), "-mod=mod",
+			"-gcflags="+p.ImportPath+"=-m"+os.Getenv("WAFL_DEBUG_INLINE"), "./"+c.pkg)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if os.Getenv("WAFL_DEBUG_INLINE") != "" {
+			t.Logf("%s", out)
+		}
+		for _, h := range c.generic {
+			if !regexp.MustCompile(`can inline ` + h + `\[go\.shape`).Match(out) {
+				t.Errorf("%s: %s is not inlinable any more", c.pkg, h)
+			}
+		}
+		for _, h := range c.plain {
+			if !regexp.MustCompile(`can inline ` + h + ` `).Match(out) {
+				t.Errorf("%s: %s is not inlinable any more", c.pkg, h)
+			}
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (a *Attribution) withPartner(lg *Log, panicking int64) *Attribution {
 // channel); a use after dispose finds a nil slot or a closed channel.
 func allowed(b plans.Kind, k abi.PanicKind) bool {
 	switch k {
-	case abi.PanicNilDeref, abi.PanicNilMap, abi.PanicCloseNil:
+	case abi.PanicNilDeref, abi.PanicNilMap, abi.PanicCloseNil, abi.PanicNilAssert:
 		return true
 	case abi.PanicSendClosed, abi.PanicCloseClosed:
 		return b == plans.UseAfterDispose

@@ -28,6 +28,9 @@ var panicMessages = []struct {
 	{abi.PanicSendClosed, []string{"send on closed channel"}, ""},
 	{abi.PanicCloseClosed, []string{"close of closed channel"}, ""},
 	{abi.PanicCloseNil, []string{"close of nil channel"}, ""},
+	// A type assertion of a nil any; of another nil interface type,
+	// classify matches the message's two parts.
+	{abi.PanicNilAssert, []string{"interface conversion: interface {} is nil, not "}, ""},
 	{abi.PanicWGNegative, []string{"sync: negative WaitGroup counter"}, ""},
 	{abi.PanicWGReuse, []string{
 		"sync: WaitGroup is reused before previous Wait has returned",
@@ -43,6 +46,9 @@ func classify(msg string) abi.PanicKind {
 				return pm.kind
 			}
 		}
+	}
+	if strings.Contains(msg, "interface conversion: ") && strings.Contains(msg, " is nil, not ") {
+		return abi.PanicNilAssert
 	}
 	if strings.HasPrefix(msg, "test timed out after") {
 		return abi.PanicTimeout

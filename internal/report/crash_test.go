@@ -198,7 +198,7 @@ func TestParseFileLine(t *testing.T) {
 // and that message classifies as the kind.
 func TestPanicMessages(t *testing.T) {
 	kinds := []abi.PanicKind{abi.PanicNilDeref, abi.PanicNilMap, abi.PanicSendClosed, abi.PanicCloseClosed,
-		abi.PanicCloseNil, abi.PanicWGNegative, abi.PanicWGReuse, abi.PanicTimeout, abi.PanicOther}
+		abi.PanicCloseNil, abi.PanicNilAssert, abi.PanicWGNegative, abi.PanicWGReuse, abi.PanicTimeout, abi.PanicOther}
 	for _, k := range kinds {
 		msg := panicText(k)
 		if !k.Memorder() {
@@ -209,6 +209,12 @@ func TestPanicMessages(t *testing.T) {
 		}
 		if msg == "" {
 			t.Errorf("%s: no message", k)
+		} else if k == abi.PanicNilAssert {
+			for _, m := range []string{msg + "*p.T", "interface conversion: p.Conn is nil, not *p.tcpConn"} {
+				if got := classify(m); got != k {
+					t.Errorf("classify(%q) = %s, want %s", m, got, k)
+				}
+			}
 		} else if got := classify(msg); got != k {
 			t.Errorf("classify(%q) = %s, want %s", msg, got, k)
 		}

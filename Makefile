@@ -8,7 +8,7 @@ EXAMPLES := $(CURDIR)/examples
 DEMO    ?= ./...
 BUG     ?=
 
-.PHONY: all build test test-short bench lint demo repro corpus eval field field-runs overhead coldbuild clean
+.PHONY: all build test test-short bench lint demo repro corpus eval field field-runs hunt overhead coldbuild clean
 
 all: build
 
@@ -97,3 +97,16 @@ MOD    ?=
 FIELDRUNSFLAGS ?=
 field-runs: build
 	cd bench && $(GO) run ./fieldruns/cmd/fieldruns $(if $(BEFORE),-bin before=$(abspath $(BEFORE))) -bin after=$(abspath $(AFTER)) $(FIELDRUNSFLAGS) $(MOD)
+
+# The hunt: go test, go test -race, wafl prepare and wafl detect --runs 3
+# side by side on the pinned widely used modules of
+# bench/scripts/hunt/modules.tsv; one result per module in
+# bench/scripts/hunt/results/, rewrites docs/hunt.md. Not part of `make test`.
+# make hunt                  every listed module without a stored result (resumes)
+# make hunt MOD="xsync zap"  only these modules
+# HUNTFLAGS="-force"         run modules with a stored result again
+# HUNTFLAGS="-render"        only rewrite docs/hunt.md from the stored results
+# (paths in HUNTFLAGS are relative to bench/)
+HUNTFLAGS ?=
+hunt: build
+	cd bench && $(GO) run ./hunt/cmd/hunt -wafl $(WAFL) $(HUNTFLAGS) $(MOD)

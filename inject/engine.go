@@ -268,8 +268,10 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 		}
 		e.inferHB(l, g, t0, t)
 	}
-	if len(l.awaits) > 0 && !l.awaited.Load() {
-		e.awaitLate(l, g)
+	if len(l.awaits) > 0 && !l.awaited.Load() && e.awaitLate(l, g) && e.active.Load() > 0 {
+		// The access happens now, after the wait, maybe inside the late
+		// partner's delay: the reorder record names this goroutine.
+		e.noteReorder(l.site, g, obj, e.clk.now())
 	}
 	if l.isLoc && !l.dead.Load() && !l.hoisted.Load() {
 		e.maybeDelay(l, g, obj)
@@ -285,7 +287,7 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 // delayed at ℓ1, so its use comes after this dispose) or the run's
 // maximum delay has passed. The wait counts against the run's delay
 // budget.
-func (e *engine) awaitLate(l *loc, g uint64) {
+func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 	var wait []*loc
 	for _, a := range l.awaits {
 		if a.dead.Load() || a.instances.Load() > 0 || a.delayNs <= 0 {
@@ -297,7 +299,7 @@ func (e *engine) awaitLate(l *loc, g uint64) {
 		wait = append(wait, a)
 	}
 	if len(wait) == 0 || !l.awaited.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	bound := e.params.MaxDelayNs
 	for _, a := range wait {
@@ -305,17 +307,18 @@ func (e *engine) awaitLate(l *loc, g uint64) {
 	}
 	if e.total.Add(bound) > e.params.MaxDelayPerRunNs {
 		e.total.Add(-bound)
-		return
+		return false
 	}
 	e.awaits.Add(1)
 	start := e.clk.now()
-	waited := int64(0)
-	for waited < bound && !anyReached(wait) {
-		e.clk.sleep(min(awaitStepNs, bound-waited))
-		waited = e.clk.now() - start
+	ns := int64(0)
+	for ns < bound && !anyReached(wait) {
+		e.clk.sleep(min(awaitStepNs, bound-ns))
+		ns = e.clk.now() - start
 	}
-	e.total.Add(min(waited, bound) - bound) // the budget pays what was waited
-	e.logAwait(l, g, waited)
+	e.total.Add(min(ns, bound) - bound) // the budget pays what was waited
+	e.logAwait(l, g, ns)
+	return true
 }
 
 // awaitStepNs is how often a waiting dispose looks for its partner.

@@ -116,6 +116,7 @@ type planJSON struct {
 			Kind   string `json:"kind"`
 			First  uint32 `json:"first"`
 			Second uint32 `json:"second"`
+			From   string `json:"from"`
 		} `json:"pairs"`
 		Delays int `json:"delays"`
 	} `json:"locations"`
@@ -130,7 +131,7 @@ type planJSON struct {
 // each hold the sites of every package built together, so sites are counted
 // once per distinct (file, line, col, kind, expr).
 func CollectWork(dir string) (Stats, []BugRef, error) {
-	st := Stats{SitesByKind: map[string]int{}, RunOutcomes: map[string]int{}}
+	st := Stats{SitesByKind: map[string]int{}, RunOutcomes: map[string]int{}, PairsFrom: map[string]int{}}
 	seen := map[siteJSON]bool{}
 	pairs := map[string]*PairSummary{}
 	err := walkFiles(filepath.Join(dir, "bin"), ".sites.json", func(path string, data []byte) error {
@@ -170,6 +171,11 @@ func CollectWork(dir string) (Stats, []BugRef, error) {
 		for _, l := range p.Locations {
 			st.Pairs += len(l.Pairs)
 			for _, pr := range l.Pairs {
+				from := pr.From
+				if from == "" {
+					from = "observed"
+				}
+				st.PairsFrom[from]++
 				key := pr.Kind + ": " + describe(table, pr.First) + " → " + describe(table, pr.Second)
 				if pairs[key] == nil {
 					pairs[key] = &PairSummary{Pair: key}

@@ -40,30 +40,42 @@ type Module struct {
 	// field run cannot afford on a busy machine. Empty: none.
 	Skip string
 	Note string
+	// Short runs the tests in short mode (go test -short, wafl --short):
+	// the token -short among the package patterns of the list.
+	Short bool
 }
 
 // TestFlags are the module's flags for wafl prepare and detect.
 func (m Module) TestFlags() []string {
-	if m.Skip == "" {
-		return nil
+	var f []string
+	if m.Short {
+		f = append(f, "--short")
 	}
-	return []string{"--skip", m.Skip}
+	if m.Skip != "" {
+		f = append(f, "--skip", m.Skip)
+	}
+	return f
 }
 
 // GoTestFlags are the module's flags for plain go test (the same tests as
 // TestFlags select).
 func (m Module) GoTestFlags() []string {
-	if m.Skip == "" {
-		return nil
+	var f []string
+	if m.Short {
+		f = append(f, "-short")
 	}
-	return []string{"-skip", m.Skip}
+	if m.Skip != "" {
+		f = append(f, "-skip", m.Skip)
+	}
+	return f
 }
 
 // ModVersion is "path@version".
 func (m Module) ModVersion() string { return m.Path + "@" + m.Version }
 
 // LoadModules reads the module list: tab-separated name, module path,
-// version, package patterns (space-separated, "-" for ./...), tests to skip
+// version, package patterns (space-separated, "-" for ./...; the token
+// -short among them sets Short), tests to skip
 // (a regular expression as go test -skip, "-" for none) and an optional
 // note; '#' starts a comment line. With names, only those modules
 // are returned (an unknown name is an error).
@@ -85,8 +97,22 @@ func LoadModules(path string, names ...string) ([]Module, error) {
 			return nil, fmt.Errorf("%s:%d: want name, module, version[, patterns[, skip[, note]]] separated by tabs", path, n)
 		}
 		m := Module{Name: cols[0], Path: cols[1], Version: cols[2], Patterns: []string{"./..."}}
-		if len(cols) > 3 && cols[3] != "-" && strings.TrimSpace(cols[3]) != "" {
-			m.Patterns = strings.Fields(cols[3])
+		if len(cols) > 3 {
+			var pats []string
+			for _, f := range strings.Fields(cols[3]) {
+				switch {
+				case f == "-":
+				case f == "-short":
+					m.Short = true
+				case strings.HasPrefix(f, "-"):
+					return nil, fmt.Errorf("%s:%d: patterns: unknown flag %q (only -short)", path, n, f)
+				default:
+					pats = append(pats, f)
+				}
+			}
+			if len(pats) > 0 {
+				m.Patterns = pats
+			}
 		}
 		if len(cols) > 4 && cols[4] != "-" {
 			m.Skip = strings.TrimSpace(cols[4])
@@ -180,12 +206,16 @@ type Result struct {
 
 // Stats are the numbers read from a wafl work directory.
 type Stats struct {
-	Sites         int            `json:"sites"`
-	SitesByKind   map[string]int `json:"sites_by_kind,omitempty"`
-	Plans         int            `json:"plans"`           // tests with a plan (prepared)
-	Candidates    int            `json:"with_candidates"` // plans with ≥1 delay location
-	Locations     int            `json:"locations"`
-	Pairs         int            `json:"pairs"`
+	Sites       int            `json:"sites"`
+	SitesByKind map[string]int `json:"sites_by_kind,omitempty"`
+	Plans       int            `json:"plans"`           // tests with a plan (prepared)
+	Candidates  int            `json:"with_candidates"` // plans with ≥1 delay location
+	Locations   int            `json:"locations"`
+	Pairs       int            `json:"pairs"`
+	// PairsFrom counts the pairs by the plans' pair "from" field:
+	// "observed" (absent: the preparation run), "learn", "detect",
+	// "predicted".
+	PairsFrom     map[string]int `json:"pairs_from,omitempty"`
 	Events        int64          `json:"events"`
 	MaxEvents     int64          `json:"max_events"`
 	MaxEventsTest string         `json:"max_events_test,omitempty"`

@@ -99,6 +99,11 @@ func TestCollectWork(t *testing.T) {
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestA.json"), p)
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestB.json"), &plans.Plan{Version: plans.Version,
 		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestB", Events: 20}})
+	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestP.json"), &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(),
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestP", Events: 10},
+		Locations: []plans.Location{{Site: 2, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
+			{Kind: plans.UseAfterDispose, First: 2, Second: 1, Count: 1, From: plans.FromPredicted},
+		}}}})
 	bug := &report.Bug{Kind: plans.UseBeforeInit, Panic: "runtime error: invalid memory address or nil pointer dereference",
 		Package: "ex.com/m", Test: "TestA",
 		Delayed: report.Location{Site: 1, File: "/m/a.go", Line: 3, Op: "store", Expr: "s.p", Func: "(*S).Start"},
@@ -121,13 +126,16 @@ func TestCollectWork(t *testing.T) {
 	if st.Sites != 3 || st.SitesByKind["store"] != 1 || st.SitesByKind["close"] != 1 {
 		t.Errorf("sites = %d %v, want 3 (store, use, close)", st.Sites, st.SitesByKind)
 	}
-	if st.Plans != 2 || st.Candidates != 1 || st.Locations != 1 || st.Pairs != 1 {
-		t.Errorf("plans %d candidates %d locations %d pairs %d, want 2 1 1 1", st.Plans, st.Candidates, st.Locations, st.Pairs)
+	if st.Plans != 3 || st.Candidates != 2 || st.Locations != 2 || st.Pairs != 2 {
+		t.Errorf("plans %d candidates %d locations %d pairs %d, want 3 2 2 2", st.Plans, st.Candidates, st.Locations, st.Pairs)
 	}
-	if st.Events != 1520 || st.MaxEvents != 1500 || st.MaxEventsTest != "ex.com/m.TestA" {
+	if st.Events != 1530 || st.MaxEvents != 1500 || st.MaxEventsTest != "ex.com/m.TestA" {
 		t.Errorf("events %d max %d %s", st.Events, st.MaxEvents, st.MaxEventsTest)
 	}
-	if len(st.PairList) != 1 || st.PairList[0].Pair != "use-before-init: store s.p a.go:3 → use s.p a.go:9" || st.PairList[0].Tests != 1 {
+	if st.PairsFrom["observed"] != 1 || st.PairsFrom["predicted"] != 1 || len(st.PairsFrom) != 2 {
+		t.Errorf("pairs by origin = %v, want observed 1, predicted 1", st.PairsFrom)
+	}
+	if len(st.PairList) != 2 || st.PairList[1].Pair != "use-before-init: store s.p a.go:3 → use s.p a.go:9" || st.PairList[1].Tests != 1 {
 		t.Errorf("pairs = %+v", st.PairList)
 	}
 	// Later site tables use stable hashed ids, not 1..n: sites are found by
@@ -207,6 +215,16 @@ func TestLoadModules(t *testing.T) {
 		strings.Join(ms[0].GoTestFlags(), " ") != "-skip ^TestSlow$" || ms[0].Note != "slow" || ms[0].Patterns[0] != "./a/..." {
 		t.Errorf("skip column: %+v %v", ms, err)
 	}
+	os.WriteFile(bad, []byte("x\tex.com/x\tv1.0.0\t. -short\t^TestSlow$\tslow\n"), 0o644)
+	ms, err = LoadModules(bad)
+	if err != nil || len(ms) != 1 || !ms[0].Short || strings.Join(ms[0].Patterns, " ") != "." ||
+		strings.Join(ms[0].TestFlags(), " ") != "--short --skip ^TestSlow$" || strings.Join(ms[0].GoTestFlags(), " ") != "-short -skip ^TestSlow$" {
+		t.Errorf("-short token: %+v %v", ms, err)
+	}
+	os.WriteFile(bad, []byte("x\tex.com/x\tv1.0.0\t-race .\t-\n"), 0o644)
+	if _, err := LoadModules(bad); err == nil || !strings.Contains(err.Error(), "unknown flag") {
+		t.Errorf("unknown flag in patterns: err = %v", err)
+	}
 }
 
 func TestMarkdown(t *testing.T) {
@@ -248,5 +266,22 @@ func TestMarkdown(t *testing.T) {
 	}
 	if Median([]float64{5, 1, 3}) != 3 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 {
 		t.Error("Median")
+	}
+}
+
+func TestDropLocalReplaces(t *testing.T) {
+	dir := t.TempDir()
+	gomod := "module ex.com/m/sdk\n\ngo 1.22\n\nrequire (\n\tex.com/m v1.2.0\n\tex.com/other v0.1.0\n)\n\n" +
+		"replace ex.com/m => ../\n\nreplace ex.com/m/metric v1.2.0 => ../metric\n\nreplace ex.com/other => ex.com/fork v0.2.0\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropLocalReplaces(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+	got := string(data)
+	if strings.Contains(got, "../") || !strings.Contains(got, "ex.com/other => ex.com/fork v0.2.0") {
+		t.Errorf("go.mod after dropping local replaces:\n%s", got)
 	}
 }

@@ -3,6 +3,7 @@ package fieldruns
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -105,7 +106,55 @@ func Source(ctx context.Context, m Module, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	return fieldbench.CopyTree(cache, dir)
+	if err := fieldbench.CopyTree(cache, dir); err != nil {
+		return err
+	}
+	// A version without a go.mod (+incompatible, or older than modules)
+	// gets a minimal one: its path, and the language version the go command
+	// assumes for such a module, so that no semantics change (loop
+	// variables); -mod=mod finds its requirements.
+	gomod := filepath.Join(dir, "go.mod")
+	if _, err := os.Stat(gomod); os.IsNotExist(err) {
+		return os.WriteFile(gomod, []byte("module "+m.Path+"\n\ngo 1.16\n"), 0o644)
+	}
+	return dropLocalReplaces(ctx, dir)
+}
+
+// dropLocalReplaces removes the replace directives of dir's go.mod that
+// point into the module's repository (../metric in a multi-module repository
+// such as OpenTelemetry's): the copy has no siblings, and a dependent module
+// would ignore them too, taking the required versions from the proxy.
+func dropLocalReplaces(ctx context.Context, dir string) error {
+	out := Run(ctx, dir, Env(), time.Minute, "go", "mod", "edit", "-json")
+	if out.Exit != 0 {
+		return fmt.Errorf("go mod edit -json: %s", lastLine(out.Stderr))
+	}
+	var mod struct {
+		Replace []struct {
+			Old struct{ Path, Version string }
+			New struct{ Path, Version string }
+		}
+	}
+	if err := json.Unmarshal(out.Stdout, &mod); err != nil {
+		return fmt.Errorf("go mod edit -json: %w", err)
+	}
+	args := []string{"mod", "edit"}
+	for _, r := range mod.Replace {
+		if r.New.Version == "" && (strings.HasPrefix(r.New.Path, "./") || strings.HasPrefix(r.New.Path, "../") || filepath.IsAbs(r.New.Path)) {
+			old := r.Old.Path
+			if r.Old.Version != "" {
+				old += "@" + r.Old.Version
+			}
+			args = append(args, "-dropreplace="+old)
+		}
+	}
+	if len(args) == 2 {
+		return nil
+	}
+	if out := Run(ctx, dir, Env(), time.Minute, "go", args...); out.Exit != 0 {
+		return fmt.Errorf("go mod edit: %s", lastLine(out.Stderr))
+	}
+	return nil
 }
 
 // Env is the environment of every command: no workspace, the local

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,10 @@ func TestScripts(t *testing.T) {
 	for i, k := range []string{"GOCACHE", "GOMODCACHE", "GOPROXY", "GOROOT"} {
 		goEnv[k] = vals[i]
 	}
+	examples, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -49,6 +54,8 @@ func TestScripts(t *testing.T) {
 				env.Setenv(k, v)
 			}
 			env.Setenv("GOFLAGS", "-modcacherw")
+			// The corpus kernels, for scripts that copy one in.
+			env.Setenv("EXAMPLES", examples)
 			env.Setenv("GOTOOLCHAIN", "local")
 			return nil
 		},

@@ -66,6 +66,9 @@ type Package struct {
 	Files, NumSites int
 	// Tests are the package's Test* functions, from the source, sorted.
 	Tests []string
+	// NoDelay are the tests whose doc comment has the directive
+	// //wafl:nodelay: they are recorded and planned, never delayed.
+	NoDelay []string
 	// Skipped lists the constructs left uninstrumented on purpose, as
 	// "file:line:col: why" (for example a go statement whose argument type
 	// cannot be spelled, or a store in a select case).

@@ -9,6 +9,7 @@
 // it, and runs go test -c in batches. The site table of the build
 // (package sites) is written next to every binary.
 //
-// Build is the entry point. docs/instrumentation.md describes the work
-// directory layout.
+// Build is the entry point; Cached reuses the last build of a work
+// directory when nothing it read has changed. docs/instrumentation.md
+// describes the work directory layout.
 package build

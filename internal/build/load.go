@@ -106,7 +106,7 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 			u.pkg.Err = errors.Join(errs...) // one per line
 			continue
 		}
-		u.pkg.Tests = testNames(u.src, u.xtest)
+		u.pkg.Tests, u.pkg.NoDelay = testNames(u.src, u.xtest)
 		if !hasTestFiles(u.src) && u.xtest == nil {
 			u.pkg.Err = ErrNoTestFiles
 		}
@@ -136,8 +136,11 @@ func hasTestFiles(p *packages.Package) bool {
 }
 
 // testNames lists the Test* functions of the test files.
-func testNames(ps ...*packages.Package) []string {
-	var names []string
+//
+// noDelay are those whose doc comment carries the directive //wafl:nodelay
+// (a test whose timing assumptions delays break: it is recorded and
+// planned as every test, and detect leaves it alone).
+func testNames(ps ...*packages.Package) (names, noDelay []string) {
 	for _, p := range ps {
 		if p == nil {
 			continue
@@ -155,9 +158,27 @@ func testNames(ps ...*packages.Package) []string {
 					continue
 				}
 				names = append(names, fd.Name.Name)
+				if hasDirective(fd.Doc, "wafl:nodelay") {
+					noDelay = append(noDelay, fd.Name.Name)
+				}
 			}
 		}
 	}
 	sort.Strings(names)
-	return names
+	sort.Strings(noDelay)
+	return names, noDelay
+}
+
+// hasDirective reports whether the comment group has the line //name (a
+// directive: no space after the slashes), alone or followed by text.
+func hasDirective(doc *ast.CommentGroup, name string) bool {
+	if doc == nil {
+		return false
+	}
+	for _, c := range doc.List {
+		if rest, ok := strings.CutPrefix(c.Text, "//"+name); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -139,7 +140,7 @@ func TestDocumentStructure(t *testing.T) {
 		}
 	}
 	all := strings.Join(svgs[0].texts, "|")
-	for _, want := range []string{"server.go:17", "server.go:23", "s.h = &Handler{n: 41} // <init>", "goroutine 6 (panicked)", "goroutine 5 (delayed)"} {
+	for _, want := range []string{"server.go:17", "server.go:23", "s.h = &Handler{n: 41} // <init>", "goroutine 6 (partner, panicked)", "goroutine 5 (delayed)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("timeline 0 lacks %q: %s", want, all)
 		}
@@ -153,6 +154,83 @@ func TestDocumentStructure(t *testing.T) {
 	for _, h := range hrefs {
 		if !strings.HasPrefix(h, "#") || !ids[h[1:]] {
 			t.Errorf("link %q does not resolve inside the page", h)
+		}
+	}
+}
+
+// TestLabelsDoNotOverlap places the labels of every timeline of the test
+// bugs, and of a check-then-act and a reordered one with long lines, and
+// wants no two texts on one baseline to overlap and every text to end
+// inside the SVG (nothing cut at the right edge).
+func TestLabelsDoNotOverlap(t *testing.T) {
+	long := "\tif c.closeErr.Load() != nil && c.someVeryLongConditionName(withArguments, andMore) {"
+	cta := &report.Bug{
+		Kind: plans.CheckThenAct, Panic: "close of closed channel",
+		Package: "example.com/qc", Test: "TestCloseAfterPeerCloseWithAVeryLongName",
+		Delayed:            report.Location{Site: 1, File: "/src/qc/conn.go", Line: 67, Op: "check", Expr: "c.closeErr"},
+		Failing:            report.Location{Site: 2, File: "/src/qc/conn.go", Line: 71, Op: "close", Expr: "c.closeChan"},
+		Partner:            &report.Location{Site: 1, File: "/src/qc/conn.go", Line: 67, Op: "check", Expr: "c.closeErr"},
+		Delay:              report.DelayInfo{Ns: 12e6, ActualNs: 12500000, Goroutine: 7},
+		PanickingGoroutine: 7, PartnerGoroutine: 123456,
+	}
+	re := &report.Bug{
+		Kind: plans.UseBeforeInit, Panic: "runtime error: invalid memory address or nil pointer dereference",
+		Package: "example.com/re", Test: "TestX", Reordered: true,
+		Delayed:            report.Location{Site: 3, File: "/src/re/a.go", Line: 10, Op: "init", Expr: "s.x"},
+		Failing:            report.Location{Site: 4, File: "/src/re/a.go", Line: 20, Op: "use", Expr: "s.x"},
+		Partner:            &report.Location{Site: 5, File: "/src/re/a.go", Line: 30, Op: "use", Expr: "s.x"},
+		Delay:              report.DelayInfo{Ns: 3e6, Goroutine: 9},
+		PanickingGoroutine: 9, PartnerGoroutine: 10,
+	}
+	bugs := append(testBugs(), cta, re)
+	src := func(string, int) string { return long }
+	for i, b := range bugs {
+		d := bugView(i+1, b, src)
+		type span struct {
+			x0, x1 int
+			text   string
+		}
+		rows := map[int][]span{}
+		addText := func(x, y int, s string) {
+			w := int(float64(len([]rune(s))) * charW)
+			if x+w > d.Width {
+				t.Errorf("bug %d: %q ends at %d, past the SVG's width %d", i+1, s, x+w, d.Width)
+			}
+			for _, o := range rows[y] {
+				if x < o.x1 && o.x0 < x+w {
+					t.Errorf("bug %d: %q [%d,%d) overlaps %q [%d,%d) at y=%d", i+1, s, x, x+w, o.text, o.x0, o.x1, y)
+				}
+			}
+			rows[y] = append(rows[y], span{x, x + w, s})
+		}
+		addText(d.DelayRect.X, d.DelayRect.Y+34, d.DelayText)
+		for _, m := range d.Marks {
+			switch {
+			case m.LabelAbove && m.Source != "":
+				addText(m.X-8, m.Y-30, m.Label)
+				addText(m.X-8, m.Y-15, m.Source)
+			case m.LabelAbove:
+				addText(m.X-8, m.Y-15, m.Label)
+			default:
+				addText(m.X-8, m.Y+26, m.Label)
+				if m.Source != "" {
+					addText(m.X-8, m.Y+41, m.Source)
+				}
+			}
+		}
+		for _, l := range d.Lanes {
+			if int(float64(len([]rune(l.Label)))*laneChar)+8 > d.AxisX0 {
+				t.Errorf("bug %d: lane label %q runs into the timeline at %d", i+1, l.Label, d.AxisX0)
+			}
+		}
+		if b.PartnerGoroutine != 0 {
+			found := false
+			for _, l := range d.Lanes {
+				found = found || strings.Contains(l.Label, fmt.Sprintf("goroutine %d", b.PartnerGoroutine))
+			}
+			if !found {
+				t.Errorf("bug %d: no lane names the partner goroutine %d", i+1, b.PartnerGoroutine)
+			}
 		}
 	}
 }

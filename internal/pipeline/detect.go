@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,6 +105,14 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	plan, known, err := detectPlan(ctx, s, o, j)
 	if err != nil {
 		return 0, "", err
+	}
+	if slices.Contains(j.pkg.NoDelay, j.test) {
+		// Recorded and planned; detection leaves it alone.
+		s.sum.add(func(s *Summary) { s.NoDelay++ })
+		if len(known) > 0 {
+			return len(known), fmt.Sprintf("%d known bug(s); not delayed (//wafl:nodelay)", len(known)), nil
+		}
+		return 0, "not delayed (//wafl:nodelay)", nil
 	}
 	learned := ""
 	if len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "timeout", err: err}
 	case res.ExitCode != 0:
-		if err := prepCrash(s, j, res, sub, skip); err != nil {
+		if err := prepCrash(s, j, res, raw, sub, skip); err != nil {
 			return "", err
 		}
 		err := fmt.Errorf("fails without delays (exit status %d); output in %s\n%s",
@@ -212,6 +213,60 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	return plan, stats, nil
 }
 
+// disposedBefore reports whether the spill file raw shows goroutine g's
+// last access at site to an object that some goroutine disposed of before
+// it in time, with no init in between. What the crash left unflushed is
+// not there: then it says no, and the panic's own kind stands.
+func disposedBefore(raw string, site uint32, g uint64) bool {
+	// Two streaming passes: the access (its object and time), then that
+	// object's inits and disposes, whose order is by time (the recorder's
+	// buffers are per thread, not in time order in the file).
+	var at abi.RawEvent
+	found := false
+	_ = scanRaw(raw, func(e abi.RawEvent) {
+		if e.G == g && e.Site == site && e.Op.Access() && (!found || e.Time >= at.Time) {
+			at, found = e, true
+		}
+	})
+	if !found {
+		return false
+	}
+	var lastDispose, lastInit int64 = -1, -1
+	_ = scanRaw(raw, func(e abi.RawEvent) {
+		if e.Obj != at.Obj || e.Time > at.Time {
+			return
+		}
+		switch e.Op {
+		case abi.OpDispose:
+			lastDispose = max(lastDispose, e.Time)
+		case abi.OpInit:
+			lastInit = max(lastInit, e.Time)
+		}
+	})
+	return lastDispose >= 0 && lastDispose >= lastInit
+}
+
+// scanRaw calls fn for every record of the spill file raw, up to a cut
+// the crash left.
+func scanRaw(raw string, fn func(abi.RawEvent)) error {
+	f, err := os.Open(raw)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := trace.NewRawReader(bufio.NewReaderSize(f, 1<<20), raw)
+	if err != nil {
+		return err
+	}
+	for r.Next() {
+		p := r.Payload()
+		for i := range r.Len() {
+			fn(abi.DecodeRawEvent(p[i*abi.RawRecordSize:]))
+		}
+	}
+	return r.Err()
+}
+
 // failureExcerpt returns the interesting end of a failed run's output.
 func failureExcerpt(path string) string {
 	data, err := os.ReadFile(path)
@@ -226,7 +281,7 @@ func failureExcerpt(path string) string {
 // it is added to the summary, so the invocation exits 1, and the test stops
 // with an error saying so (it has no plan until a preparation run passes).
 // Any other failure gives nil.
-func prepCrash(s *session, j job, res testrun.Result, sub, skip string) error {
+func prepCrash(s *session, j job, res testrun.Result, raw, sub, skip string) error {
 	out, err := os.ReadFile(res.Output)
 	if err != nil {
 		return nil
@@ -240,6 +295,7 @@ func prepCrash(s *session, j job, res testrun.Result, sub, skip string) error {
 		Package: j.pkg.ImportPath, Test: j.test, Binary: j.pkg.Binary,
 		Args: tr.Args(), Env: []string{abi.Env(abi.EnvMode, abi.ModeRecord)},
 		Sites: tab, Output: out,
+		Disposed: func(site uint32, g int64) bool { return disposedBefore(raw, site, uint64(g)) },
 	})
 	if bug == nil {
 		return nil

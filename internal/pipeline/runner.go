@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/memorder/wafl/abi"
 	ibuild "github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/internal/pipeline/progress"
 	"github.com/memorder/wafl/internal/pipeline/testrun"
@@ -239,43 +237,9 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 		hashes map[string]string
 	)
 	err := sum.phase("build", func() error {
-		// Reuse the last build when nothing it read changed
-		// (buildcache.go).
-		fp, racy := "", false
-		if !noBuildCache() {
-			var err error
-			if fp, racy, err = buildFingerprint(ctx, cfg, ws); err != nil {
-				fmt.Fprintf(log, "wafl: build fingerprint: %v (building)\n", err)
-				fp = ""
-			} else if st := reuseBuild(ws, fp); st != nil {
-				if res, hashes = st.result(ws.Work), st.check(); hashes != nil {
-					fmt.Fprintf(log, "wafl: nothing changed since the last build (%s): its test binaries are reused\n", fp[:min(len(fp), 19)])
-					return nil
-				}
-				fmt.Fprintf(log, "wafl: a test binary changed since the last build: building\n")
-			}
-		}
 		var err error
-		if res, err = ibuild.Build(ctx, cfg); err != nil {
-			return err
-		}
-		hashes = map[string]string{}
-		for _, p := range res.Packages {
-			if p.Err == nil {
-				if h, err := abi.HashFile(p.Binary); err == nil {
-					hashes[p.ImportPath] = h
-				} else {
-					p.Err = err
-				}
-			}
-		}
-		switch {
-		case racy:
-			os.Remove(ws.BuildStatePath()) // a file changed just now: build again next time
-		case fp != "":
-			saveBuild(ws, fp, res, hashes)
-		}
-		return nil
+		res, hashes, err = ibuild.Cached(ctx, cfg, ws, log)
+		return err
 	})
 	if err != nil {
 		return nil, err

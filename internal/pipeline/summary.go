@@ -43,6 +43,7 @@ type Summary struct {
 	Shard          string // "i/n" when only one shard of the tests ran
 	WithCandidates int    // tests whose plan has delay candidates
 	Examples       int    // Example functions the patterns select, which wafl does not run
+	NoDelay        int    // tests detect left alone for their //wafl:nodelay directive
 	Runs           int    // detection runs
 	Delays         int    // delays injected
 	// Learned are the candidate pairs that recording runs of detect added
@@ -118,6 +119,9 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		shard = " (shard " + s.Shard + ")"
 	}
 	fmt.Fprintf(w, "tests:    %d%s: %s; %d with delay candidates\n", s.Tests, shard, strings.Join(parts, ", "), s.WithCandidates)
+	if s.NoDelay > 0 {
+		fmt.Fprintf(w, "nodelay:  %s with //wafl:nodelay, recorded and planned but not delayed\n", plural(s.NoDelay, "test", "tests"))
+	}
 	if s.Examples > 0 {
 		fmt.Fprintf(w, "examples: %s not run (wafl runs Test functions; an example's goroutines belong in a test to be checked)\n", plural(s.Examples, "Example function", "Example functions"))
 	}

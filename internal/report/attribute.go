@@ -48,6 +48,26 @@ func (a *Attribution) how() *Attribution {
 	return a
 }
 
+// withPartner fills PartnerG, when the attribution does not name it, with
+// the goroutine that reached ℓ2 on the delay's object during the delay (the
+// log's reorder records), or with the panicking goroutine when that is not
+// the delayed one (it ran ℓ2 and failed there).
+func (a *Attribution) withPartner(lg *Log, panicking int64) *Attribution {
+	if a.PartnerG != 0 || a.Delay == nil {
+		return a
+	}
+	for _, r := range lg.Reorders {
+		if a.Delay.ID != 0 && r.Delay == a.Delay.ID && r.Second == a.Pair.Second {
+			a.PartnerG = int64(r.G)
+			return a
+		}
+	}
+	if panicking != int64(a.Delay.G) {
+		a.PartnerG = panicking
+	}
+	return a
+}
+
 // allowed reports whether a panic of kind k can come from a bug of kind b:
 // a use before init finds a zero slot (nil pointer, map, func or
 // channel); a use after dispose finds a nil slot or a closed channel.
@@ -191,10 +211,10 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 		}
 		matchedSites = true
 		if a := attributeAt(p, lg, c, g.ID, f, ids); a != nil {
-			return a.how(), ""
+			return a.how().withPartner(lg, g.ID), ""
 		}
 		if a := attributeCheckAct(p, tab, lg, c, g.ID, f, ids); a != nil {
-			return a, ""
+			return a.withPartner(lg, g.ID), ""
 		}
 	}
 	if a := attributeReorder(p, tab, lg, c, g, ix); a != nil {

@@ -94,6 +94,10 @@ type Location struct {
 	// loaded at the site (a "load" site).
 	CrashFile string `json:"crash_file,omitempty"`
 	CrashLine int    `json:"crash_line,omitempty"`
+	// CrashFunc is the function of CrashFile:CrashLine when the panic
+	// happened in a callee of the site's frame (a library's method called
+	// on the nil value, not the site's own line).
+	CrashFunc string `json:"crash_func,omitempty"`
 }
 
 // DelayInfo describes the delay that exposed the bug.
@@ -171,14 +175,16 @@ func newBug(in RunInput, a *Attribution, c *Crash) *Bug {
 	} else if a.Frame.Line != 0 && (a.Frame.Line != b.Failing.Line || !sameFile(a.Frame.File, b.Failing.File)) {
 		b.Failing.CrashFile, b.Failing.CrashLine = a.Frame.File, a.Frame.Line
 	}
+	if top, ok := crashFrame(c); ok && top != a.Frame && top.Func != a.Frame.Func {
+		// The panic came from a function the site's frame called.
+		b.Failing.CrashFile, b.Failing.CrashLine, b.Failing.CrashFunc = top.File, top.Line, top.Func
+	}
 	if a.Kind == plans.UseAfterDispose || a.Kind == plans.CheckThenAct || a.Reordered {
 		p := siteLocation(in.Sites, a.Pair.Second)
 		b.Partner = &p
 	}
 	b.Reordered = a.Reordered
-	if a.Reordered {
-		b.PartnerGoroutine = a.PartnerG
-	}
+	b.PartnerGoroutine = a.PartnerG
 	b.PairFrom = a.Pair.From
 	b.Reproduce = Reproduce{Wafl: in.Reproduce, Command: append([]string{in.Binary}, in.Args...), Env: in.Env}
 	if b.Reproduce.Wafl == "" {
@@ -304,7 +310,10 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)
 		}
 		ew.printf("  failing:   %s\n", b.Failing)
-		if b.Failing.CrashLine != 0 {
+		switch {
+		case b.Failing.CrashFunc != "":
+			ew.printf("             crashed in %s at %s:%d, called from there\n", b.Failing.CrashFunc, b.Failing.CrashFile, b.Failing.CrashLine)
+		case b.Failing.CrashLine != 0:
 			ew.printf("             crashed at %s:%d, dereferencing the value loaded there\n", b.Failing.CrashFile, b.Failing.CrashLine)
 		}
 		ew.printf("             goroutine %d\n", b.PanickingGoroutine)

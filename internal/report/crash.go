@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"go/build"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -320,6 +321,46 @@ func internalFrame(f Frame) bool {
 		strings.HasPrefix(fn, "internal/") ||
 		runtimePkgFunc(fn)
 }
+
+// crashFrame returns the innermost frame of the panicking goroutine that
+// is the program's own: not the runtime's, wafl's or the standard
+// library's (a nil *sync.Mutex panics in sync, but the call that passed
+// it is the user's or a library's).
+func crashFrame(c *Crash) (Frame, bool) {
+	g := c.Panicking()
+	if g == nil {
+		return Frame{}, false
+	}
+	for _, f := range g.Frames {
+		if internalFrame(f) || stdFrame(f) {
+			continue
+		}
+		return f, true
+	}
+	return Frame{}, false
+}
+
+// stdFrame reports whether f is in the standard library: its file is
+// under GOROOT/src, or, for a file path a -trimpath build left relative,
+// its import path's first element has no dot (sync.(*Mutex).Lock).
+func stdFrame(f Frame) bool {
+	if filepath.IsAbs(f.File) {
+		return goroot != "" && strings.HasPrefix(filepath.Clean(f.File), goroot+string(filepath.Separator))
+	}
+	first, _, _ := strings.Cut(f.Func, "/")
+	if !strings.Contains(f.Func, "/") {
+		first, _, _ = strings.Cut(f.Func, ".")
+	}
+	return !strings.Contains(first, ".")
+}
+
+// goroot is GOROOT/src of the go command's standard library.
+var goroot = func() string {
+	if r := build.Default.GOROOT; r != "" {
+		return filepath.Join(filepath.Clean(r), "src")
+	}
+	return ""
+}()
 
 // runtimePkgFunc reports whether fn belongs to the wafl runtime linked
 // into test binaries.

@@ -202,14 +202,20 @@ type PrepCrash struct {
 	Args, Env             []string
 	Sites                 *sites.Table
 	Output                []byte // the run's output (the panic is in it)
+	// Disposed, when set, reports whether the recorded trace shows the
+	// object goroutine g last accessed at site disposed of before that
+	// access (and not initialized again): a nil value there was a use
+	// after dispose, not before init.
+	Disposed func(site uint32, g int64) bool
 }
 
 // PreparationBug returns the bug a crashed preparation run exposed without
 // delay: a MEMORDER panic whose panicking goroutine is at a site the
 // instrumenter placed (the run crashed, so there is no plan to name ℓ1;
-// the kind follows the panic: a closed channel is a use after dispose,
-// a nil value a use before init). It returns nil and why for any other
-// failure.
+// the kind follows the panic: a closed channel is a use after dispose, a
+// nil value a use after dispose when the trace shows the object disposed
+// before the access (PrepCrash.Disposed), else a use before init). It
+// returns nil and why for any other failure.
 func PreparationBug(in PrepCrash) (*Bug, string) {
 	c := ParseCrash(in.Output)
 	if c == nil {
@@ -233,7 +239,8 @@ func PreparationBug(in PrepCrash) (*Bug, string) {
 		}
 		id := pickSite(in.Sites, ids, c.Kind)
 		kind := plans.UseBeforeInit
-		if c.Kind == abi.PanicSendClosed || c.Kind == abi.PanicCloseClosed {
+		if c.Kind == abi.PanicSendClosed || c.Kind == abi.PanicCloseClosed ||
+			in.Disposed != nil && in.Disposed(id, c.Goroutine) {
 			kind = plans.UseAfterDispose
 		}
 		b := &Bug{

@@ -117,7 +117,7 @@ func main() {
 	}
 	var labels []fieldruns.Label
 	for _, b := range bins {
-		l, err := parseLabel(ctx, b)
+		l, err := fieldruns.ParseLabel(ctx, b)
 		if err != nil {
 			fail(err)
 		}
@@ -228,40 +228,6 @@ func runModule(ctx context.Context, m fieldruns.Module, labels []fieldruns.Label
 		store.Baselines[m.Name] = b
 	}
 	fmt.Fprintf(os.Stderr, "   %s done in %s\n", m.Name, time.Since(t0).Round(time.Second))
-}
-
-// parseLabel reads label=path[@commit]. Without @commit, a binary inside a
-// git work tree gets that tree's HEAD (+dirty when tracked files changed).
-func parseLabel(ctx context.Context, s string) (fieldruns.Label, error) {
-	name, rest, ok := strings.Cut(s, "=")
-	if !ok || name == "" || rest == "" {
-		return fieldruns.Label{}, fmt.Errorf("-bin %q: want label=path[@commit]", s)
-	}
-	path, commit, _ := strings.Cut(rest, "@")
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fieldruns.Label{}, err
-	}
-	if _, err := os.Stat(abs); err != nil {
-		return fieldruns.Label{}, fmt.Errorf("-bin %s: %v", name, err)
-	}
-	if commit == "" {
-		commit = gitCommit(filepath.Dir(abs))
-	}
-	out, _ := exec.CommandContext(ctx, abs, "version").Output()
-	return fieldruns.Label{Name: name, Binary: abs, Commit: commit, Version: strings.TrimSpace(string(out))}, nil
-}
-
-func gitCommit(dir string) string {
-	out, err := exec.Command("git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=no", "--", ":(top)", ":(top,exclude)docs", ":(top,exclude)bench").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
-		c += "+dirty"
-	}
-	return c
 }
 
 // loadAvg is the 1-minute load average (0 where /proc/loadavg is missing).

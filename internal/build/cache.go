@@ -1,4 +1,4 @@
-package pipeline
+package build
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,7 +18,6 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/memorder/wafl/abi"
-	ibuild "github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/internal/pipeline/workdir"
 )
 
@@ -46,7 +46,7 @@ type buildState struct {
 	Packages    []*builtPackage `json:"packages"`
 }
 
-// builtPackage is an ibuild.Package with its binary's hash.
+// builtPackage is an Package with its binary's hash.
 type builtPackage struct {
 	ImportPath  string   `json:"import_path"`
 	Dir         string   `json:"dir"`
@@ -56,6 +56,7 @@ type builtPackage struct {
 	Files       int      `json:"files,omitempty"`
 	NumSites    int      `json:"num_sites,omitempty"`
 	Tests       []string `json:"tests,omitempty"`
+	NoDelay     []string `json:"no_delay,omitempty"`
 	Skipped     []string `json:"skipped,omitempty"`
 	NoTestFiles bool     `json:"no_test_files,omitempty"`
 }
@@ -69,7 +70,7 @@ const racyWindow = 2 * time.Second
 
 // buildFingerprint hashes everything a build of cfg depends on (see
 // above). racy says a file was modified within racyWindow.
-func buildFingerprint(ctx context.Context, cfg ibuild.Config, ws *workdir.Dir) (fp string, racy bool, err error) {
+func buildFingerprint(ctx context.Context, cfg Config, ws *workdir.Dir) (fp string, racy bool, err error) {
 	start := time.Now()
 	h := sha256.New()
 	self, err := os.Executable()
@@ -194,13 +195,13 @@ func reuseBuild(ws *workdir.Dir, fp string) *buildState {
 // saveBuild saves the result of a build in which no package failed, under
 // fingerprint fp; after any failure it removes the saved state, so that
 // the next run builds again.
-func saveBuild(ws *workdir.Dir, fp string, res *ibuild.Result, hashes map[string]string) {
+func saveBuild(ws *workdir.Dir, fp string, res *Result, hashes map[string]string) {
 	path := ws.BuildStatePath()
 	st := buildState{Fingerprint: fp, Sites: res.Sites}
 	for _, p := range res.Packages {
-		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, Skipped: p.Skipped}
+		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, NoDelay: p.NoDelay, Skipped: p.Skipped}
 		switch {
-		case errors.Is(p.Err, ibuild.ErrNoTestFiles):
+		case errors.Is(p.Err, ErrNoTestFiles):
 			bp.NoTestFiles = true
 		case p.Err != nil || hashes[p.ImportPath] == "":
 			os.Remove(path)
@@ -224,16 +225,16 @@ func saveBuild(ws *workdir.Dir, fp string, res *ibuild.Result, hashes map[string
 	}
 }
 
-// result turns a saved build back into what ibuild.Build returns.
-func (st *buildState) result(work string) *ibuild.Result {
-	res := &ibuild.Result{WorkDir: work, Sites: st.Sites}
+// result turns a saved build back into what Build returns.
+func (st *buildState) result(work string) *Result {
+	res := &Result{WorkDir: work, Sites: st.Sites}
 	for _, bp := range st.Packages {
-		p := &ibuild.Package{
+		p := &Package{
 			ImportPath: bp.ImportPath, Dir: bp.Dir, Binary: bp.Binary, Sites: bp.Sites,
-			Files: bp.Files, NumSites: bp.NumSites, Tests: bp.Tests, Skipped: bp.Skipped,
+			Files: bp.Files, NumSites: bp.NumSites, Tests: bp.Tests, NoDelay: bp.NoDelay, Skipped: bp.Skipped,
 		}
 		if bp.NoTestFiles {
-			p.Err = ibuild.ErrNoTestFiles
+			p.Err = ErrNoTestFiles
 		}
 		res.Packages = append(res.Packages, p)
 	}
@@ -259,3 +260,46 @@ func (st *buildState) check() map[string]string {
 
 // noBuildCache turns the reuse off (WAFL_REBUILD=1): every run builds.
 func noBuildCache() bool { return strings.TrimSpace(os.Getenv("WAFL_REBUILD")) == "1" }
+
+// Cached builds cfg, or reuses the last build in the work directory ws
+// when nothing it read has changed since (the fingerprint above; the
+// environment variable WAFL_REBUILD=1 always builds). It returns the build
+// and the hash of every test binary it made, keyed by import path. log
+// receives a line saying which it did.
+func Cached(ctx context.Context, cfg Config, ws *workdir.Dir, log io.Writer) (*Result, map[string]string, error) {
+	fp, racy := "", false
+	if !noBuildCache() {
+		var err error
+		if fp, racy, err = buildFingerprint(ctx, cfg, ws); err != nil {
+			fmt.Fprintf(log, "wafl: build fingerprint: %v (building)\n", err)
+			fp = ""
+		} else if st := reuseBuild(ws, fp); st != nil {
+			if res, hashes := st.result(ws.Work), st.check(); hashes != nil {
+				fmt.Fprintf(log, "wafl: nothing changed since the last build (%s): its test binaries are reused\n", fp[:min(len(fp), 19)])
+				return res, hashes, nil
+			}
+			fmt.Fprintf(log, "wafl: a test binary changed since the last build: building\n")
+		}
+	}
+	res, err := Build(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	hashes := map[string]string{}
+	for _, p := range res.Packages {
+		if p.Err == nil {
+			if h, err := abi.HashFile(p.Binary); err == nil {
+				hashes[p.ImportPath] = h
+			} else {
+				p.Err = err
+			}
+		}
+	}
+	switch {
+	case racy:
+		os.Remove(ws.BuildStatePath()) // a file changed just now: build again next time
+	case fp != "":
+		saveBuild(ws, fp, res, hashes)
+	}
+	return res, hashes, nil
+}

@@ -19,7 +19,7 @@ func TestBuildReusedWhenNothingChanged(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// Files get modification times in the past, each its own: a file
-	// modified within racyWindow makes the build not saved.
+	// modified within the build cache's racy window (internal/build) makes the build not saved.
 	past := time.Now().Add(-time.Hour)
 	write := func(name, data string) {
 		t.Helper()

@@ -282,7 +282,7 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 		return r
 	}
 
-	work := filepath.Join(mdir, "wafl")
+	work := WorkDir(o.Work, m.Name)
 	fo := fieldruns.Options{Work: mdir, Timeout: o.StepTimeout, TestTimeout: o.TestTimeout, Runs: o.Runs, Seed: o.Seed, Log: o.Log}
 	w := fieldruns.RunModule(ctx, m, src, work, o.Wafl, fo)
 	r.Wafl = w
@@ -294,20 +294,38 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	if ctx.Err() != nil {
 		return r
 	}
+	r.Classify(o.Results, work)
+	return r
+}
+
+// Classify derives the lists for triage from what wafl did (r.Wafl) and
+// the outputs kept in its work directory work: the reports, the tests broken
+// by delays and wafl's errors, copying the reports and the broken runs' log
+// tails into <results>/<name>/. The command's -reclassify runs it again on
+// stored results.
+func (r *Result) Classify(results, work string) {
+	if r.Wafl == nil {
+		return
+	}
 	plainFails := map[string]bool{}
 	for _, f := range r.Plain.Failed {
 		plainFails[f] = true
 	}
+	outDir := work + ".out"
 	prepErr, _ := os.ReadFile(filepath.Join(outDir, "prepare.stderr"))
 	detErr, _ := os.ReadFile(filepath.Join(outDir, "detect.stderr"))
-	r.Broken, r.WaflErrors = Classify(w.Problems, plainFails)
+	r.Broken, r.WaflErrors = Classify(r.Wafl.Problems, plainFails)
 	r.WaflErrors = append(r.WaflErrors, commandErrors("prepare", r.Prepare, prepErr)...)
 	if r.Detect.Ran {
 		r.WaflErrors = append(r.WaflErrors, commandErrors("detect", r.Detect, detErr)...)
 	}
-	r.keep(o.Results, work)
-	return r
+	r.Reports = nil
+	r.keep(results, work)
 }
+
+// WorkDir is the wafl work directory of module name under the hunt's work
+// directory.
+func WorkDir(work, name string) string { return filepath.Join(work, name, "wafl") }
 
 func timedOut(s Step) string {
 	if s.TimedOut {
@@ -358,7 +376,10 @@ func (r *Result) keep(results, work string) {
 // logTail is how much of a broken run's output is kept.
 const logTail = 32 << 10
 
-var reOutput = regexp.MustCompile(`output in (\S+?)\)?$`)
+var (
+	reOutput = regexp.MustCompile(`output in (\S+?)\)?$`)
+	reRun    = regexp.MustCompile(`^run \d+[: ]`)
+)
 
 func tailCopy(from, to string, n int64) error {
 	f, err := os.Open(from)
@@ -480,13 +501,20 @@ func Classify(problems []string, plainFails map[string]bool) ([]Broken, []WaflEr
 			if strings.Contains(reason, "timed out") {
 				b.Kind = "timeout"
 			}
-			if rest == "" {
-				b.Runs = []string{reason}
-			} else {
-				for _, l := range strings.Split(rest, "\n") {
-					if l = strings.TrimSpace(l); l != "" {
-						b.Runs = append(b.Runs, l)
-					}
+			// "failed under delays …:" heads one line per failed run;
+			// any other reason ("run 2 timed out (panic: …") is one run
+			// whose text may go on over several lines.
+			text := reason + "\n" + rest
+			if strings.HasPrefix(reason, "failed under delays") {
+				text = rest
+			}
+			for _, l := range strings.Split(text, "\n") {
+				switch l = strings.TrimSpace(l); {
+				case l == "":
+				case reRun.MatchString(l) || len(b.Runs) == 0:
+					b.Runs = append(b.Runs, l)
+				default:
+					b.Runs[len(b.Runs)-1] += " " + l
 				}
 			}
 			broken = append(broken, b)

@@ -90,7 +90,7 @@ func TestClassify(t *testing.T) {
 		pipeline.Problem{Package: "ex.com/m", Test: "TestSleepy", Phase: "detect", Reason: "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n" +
 			"run 1: test failed: m_test.go:20: want 1, got 0; last delay before it: 12ms at m.go:10 (store s.x), goroutine 7 (output in /w/wafl/logs/ex.com/m/TestSleepy.run1.log)\n" +
 			"run 3: test failed: m_test.go:20: want 1, got 0; no delay was injected (output in /w/wafl/logs/ex.com/m/TestSleepy.run3.log)"},
-		pipeline.Problem{Package: "ex.com/m", Test: "TestHang", Phase: "detect", Reason: "run 2 timed out (3m0s); output in /w/wafl/logs/ex.com/m/TestHang.run2.log"},
+		pipeline.Problem{Package: "ex.com/m", Test: "TestHang", Phase: "detect", Reason: "run 2 timed out (panic: test timed out after 2m42s\nrunning tests:\n\tTestHang (2m42s)); output in /w/wafl/logs/ex.com/m/TestHang.run2.log"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestFlaky", Phase: "detect", Reason: "failed under delays without a MEMORDER panic:\nrun 1: x (output in /w/wafl/logs/ex.com/m/TestFlaky.run1.log)"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestPlainBad", Phase: "prepare", Reason: "test failed without delays"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestInstr", Phase: "prepare", Reason: "test failed without delays"},
@@ -114,7 +114,7 @@ func TestClassify(t *testing.T) {
 	if b := byTest["TestSleepy"]; b.Kind != "fail" || len(b.Runs) != 2 || b.FailsPlain || !strings.Contains(b.Runs[0], "last delay before it: 12ms") {
 		t.Errorf("TestSleepy: %+v", b)
 	}
-	if b := byTest["TestHang"]; b.Kind != "timeout" || len(b.Runs) != 1 {
+	if b := byTest["TestHang"]; b.Kind != "timeout" || len(b.Runs) != 1 || !strings.HasPrefix(b.Runs[0], "run 2 timed out (panic: test timed out after 2m42s running tests: TestHang (2m42s))") {
 		t.Errorf("TestHang: %+v", b)
 	}
 	if b := byTest["TestFlaky"]; !b.FailsPlain {

@@ -39,6 +39,7 @@ func main() {
 	wafl := flag.String("wafl", "../bin/wafl", "wafl binary (its commit is taken from the git work tree it is in)")
 	force := flag.Bool("force", false, "run modules that already have a stored result again")
 	render := flag.Bool("render", false, "only rewrite the document from the stored results")
+	reclassify := flag.Bool("reclassify", false, "derive the reports, broken tests and wafl errors of the stored results again (from their wafl work directories under -work), then rewrite the document")
 	var o hunt.Options
 	flag.DurationVar(&o.StepTimeout, "step-timeout", 15*time.Minute, "bound of each step (go test, go test -race, wafl prepare, wafl detect) of one module")
 	flag.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "wafl --timeout: bound of one test run (0: wafl's default)")
@@ -78,6 +79,28 @@ func main() {
 		if err := os.WriteFile(*doc, []byte(hunt.Markdown(all, stored, inv, *link)), 0o644); err != nil {
 			fail(err)
 		}
+	}
+	if *reclassify {
+		stored, err := hunt.LoadResults(*results, mods)
+		if err != nil {
+			fail(err)
+		}
+		for _, m := range mods {
+			r := stored[m.Name]
+			if r == nil {
+				continue
+			}
+			work := hunt.WorkDir(o.Work, m.Name)
+			if _, err := os.Stat(work); err != nil {
+				fmt.Fprintf(os.Stderr, "hunt: %s: %v (kept as stored)\n", m.Name, err)
+				continue
+			}
+			r.Classify(*results, work)
+			if err := r.Save(*results); err != nil {
+				fail(err)
+			}
+		}
+		*render = true
 	}
 	if *render {
 		if l, err := fieldruns.NewLabel(ctx, "wafl", *wafl, ""); err == nil {

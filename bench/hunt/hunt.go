@@ -20,11 +20,13 @@
 package hunt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -115,7 +117,11 @@ type Result struct {
 	Skip     string   `json:"skip,omitempty"`
 	Short    bool     `json:"short,omitempty"`
 
-	WaflCommit  string    `json:"wafl_commit"`
+	WaflCommit string `json:"wafl_commit"`
+	// WaflSource is the last commit that changed wafl's Go code (outside
+	// bench/ and examples/): rows made by binaries of different commits
+	// with the same code are the same wafl.
+	WaflSource  string    `json:"wafl_source,omitempty"`
 	WaflVersion string    `json:"wafl_version,omitempty"`
 	Date        time.Time `json:"date"`
 	Machine     string    `json:"machine"`
@@ -161,6 +167,7 @@ func (r *Result) Matches(m fieldruns.Module) bool {
 // Options configure a hunt.
 type Options struct {
 	Wafl        fieldruns.Label
+	WaflSource  string        // SourceCommit of the binary's work tree
 	Work        string        // work directory: <work>/<name>/{src,wafl,*.out}
 	Results     string        // results directory: <results>/<name>.json and <results>/<name>/
 	StepTimeout time.Duration // bound of each step
@@ -226,7 +233,7 @@ func (r *Result) Save(results string) error {
 // result with Status "interrupted", which the caller does not store.
 func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	r := &Result{Name: m.Name, Module: m.Path, Version: m.Version, Patterns: m.Patterns, Skip: m.Skip, Short: m.Short,
-		WaflCommit: o.Wafl.Commit, WaflVersion: o.Wafl.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),
+		WaflCommit: o.Wafl.Commit, WaflSource: o.WaflSource, WaflVersion: o.Wafl.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),
 		Go: goVersion(ctx), LoadStart: LoadAvg(), StepTimeout: o.StepTimeout.String(), Status: "ok"}
 	if o.TestTimeout > 0 {
 		r.TestTimeout = o.TestTimeout.String()
@@ -563,4 +570,21 @@ func LoadAvg() float64 {
 func goVersion(ctx context.Context) string {
 	out := fieldruns.Run(ctx, "", fieldruns.Env(), time.Minute, "go", "env", "GOVERSION")
 	return strings.TrimSpace(string(out.Stdout))
+}
+
+// SourceCommit is the short id of the last commit that changed wafl's Go
+// code (Go files, go.mod and go.sum outside bench/ and examples/) in the
+// git work tree holding dir, +dirty when such files have uncommitted
+// changes; "" outside a work tree.
+func SourceCommit(dir string) string {
+	spec := []string{"--", ":(top)*.go", ":(top)go.mod", ":(top)go.sum", ":(top,exclude)bench", ":(top,exclude)examples"}
+	out, err := exec.Command("git", append([]string{"-C", dir, "log", "-1", "--format=%h"}, spec...)...).Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", append([]string{"-C", dir, "status", "--porcelain", "--untracked-files=no"}, spec...)...).Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += "+dirty"
+	}
+	return c
 }

@@ -3,6 +3,7 @@ package hunt
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -256,5 +257,42 @@ func TestMarkdown(t *testing.T) {
 		if strings.HasPrefix(line, "| ") && strings.Count(line, " | ") != 13 {
 			t.Errorf("row with %d cells, want 14: %s", strings.Count(line, " | ")+1, line)
 		}
+	}
+}
+
+func TestSourceCommit(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Skipf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	write := func(p, s string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module ex.com/w\n")
+	write("a/a.go", "package a\n")
+	git("add", "-A")
+	git("commit", "-qm", "code")
+	code := git("rev-parse", "--short", "HEAD")
+	write("bench/b.go", "package b\n")
+	write("docs/x.md", "x\n")
+	git("add", "-A")
+	git("commit", "-qm", "harness")
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	if got := SourceCommit(filepath.Join(dir, "bin")); got != code {
+		t.Errorf("SourceCommit = %q, want %q (the commit of the code, not of bench/)", got, code)
+	}
+	write("a/a.go", "package a // changed\n")
+	if got := SourceCommit(dir); got != code+"+dirty" {
+		t.Errorf("SourceCommit with a changed Go file = %q", got)
 	}
 }

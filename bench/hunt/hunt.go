@@ -20,11 +20,13 @@
 package hunt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -115,7 +117,11 @@ type Result struct {
 	Skip     string   `json:"skip,omitempty"`
 	Short    bool     `json:"short,omitempty"`
 
-	WaflCommit  string    `json:"wafl_commit"`
+	WaflCommit string `json:"wafl_commit"`
+	// WaflSource is the last commit that changed wafl's Go code (outside
+	// bench/ and examples/): rows made by binaries of different commits
+	// with the same code are the same wafl.
+	WaflSource  string    `json:"wafl_source,omitempty"`
 	WaflVersion string    `json:"wafl_version,omitempty"`
 	Date        time.Time `json:"date"`
 	Machine     string    `json:"machine"`
@@ -161,6 +167,7 @@ func (r *Result) Matches(m fieldruns.Module) bool {
 // Options configure a hunt.
 type Options struct {
 	Wafl        fieldruns.Label
+	WaflSource  string        // SourceCommit of the binary's work tree
 	Work        string        // work directory: <work>/<name>/{src,wafl,*.out}
 	Results     string        // results directory: <results>/<name>.json and <results>/<name>/
 	StepTimeout time.Duration // bound of each step
@@ -226,7 +233,7 @@ func (r *Result) Save(results string) error {
 // result with Status "interrupted", which the caller does not store.
 func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	r := &Result{Name: m.Name, Module: m.Path, Version: m.Version, Patterns: m.Patterns, Skip: m.Skip, Short: m.Short,
-		WaflCommit: o.Wafl.Commit, WaflVersion: o.Wafl.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),
+		WaflCommit: o.Wafl.Commit, WaflSource: o.WaflSource, WaflVersion: o.Wafl.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),
 		Go: goVersion(ctx), LoadStart: LoadAvg(), StepTimeout: o.StepTimeout.String(), Status: "ok"}
 	if o.TestTimeout > 0 {
 		r.TestTimeout = o.TestTimeout.String()
@@ -282,7 +289,7 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 		return r
 	}
 
-	work := filepath.Join(mdir, "wafl")
+	work := WorkDir(o.Work, m.Name)
 	fo := fieldruns.Options{Work: mdir, Timeout: o.StepTimeout, TestTimeout: o.TestTimeout, Runs: o.Runs, Seed: o.Seed, Log: o.Log}
 	w := fieldruns.RunModule(ctx, m, src, work, o.Wafl, fo)
 	r.Wafl = w
@@ -294,20 +301,38 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	if ctx.Err() != nil {
 		return r
 	}
+	r.Classify(o.Results, work)
+	return r
+}
+
+// Classify derives the lists for triage from what wafl did (r.Wafl) and
+// the outputs kept in its work directory work: the reports, the tests broken
+// by delays and wafl's errors, copying the reports and the broken runs' log
+// tails into <results>/<name>/. The command's -reclassify runs it again on
+// stored results.
+func (r *Result) Classify(results, work string) {
+	if r.Wafl == nil {
+		return
+	}
 	plainFails := map[string]bool{}
 	for _, f := range r.Plain.Failed {
 		plainFails[f] = true
 	}
+	outDir := work + ".out"
 	prepErr, _ := os.ReadFile(filepath.Join(outDir, "prepare.stderr"))
 	detErr, _ := os.ReadFile(filepath.Join(outDir, "detect.stderr"))
-	r.Broken, r.WaflErrors = Classify(w.Problems, plainFails)
+	r.Broken, r.WaflErrors = Classify(r.Wafl.Problems, plainFails)
 	r.WaflErrors = append(r.WaflErrors, commandErrors("prepare", r.Prepare, prepErr)...)
 	if r.Detect.Ran {
 		r.WaflErrors = append(r.WaflErrors, commandErrors("detect", r.Detect, detErr)...)
 	}
-	r.keep(o.Results, work)
-	return r
+	r.Reports = nil
+	r.keep(results, work)
 }
+
+// WorkDir is the wafl work directory of module name under the hunt's work
+// directory.
+func WorkDir(work, name string) string { return filepath.Join(work, name, "wafl") }
 
 func timedOut(s Step) string {
 	if s.TimedOut {
@@ -358,7 +383,10 @@ func (r *Result) keep(results, work string) {
 // logTail is how much of a broken run's output is kept.
 const logTail = 32 << 10
 
-var reOutput = regexp.MustCompile(`output in (\S+?)\)?$`)
+var (
+	reOutput = regexp.MustCompile(`output in (\S+?)\)?$`)
+	reRun    = regexp.MustCompile(`^run \d+[: ]`)
+)
 
 func tailCopy(from, to string, n int64) error {
 	f, err := os.Open(from)
@@ -480,13 +508,20 @@ func Classify(problems []string, plainFails map[string]bool) ([]Broken, []WaflEr
 			if strings.Contains(reason, "timed out") {
 				b.Kind = "timeout"
 			}
-			if rest == "" {
-				b.Runs = []string{reason}
-			} else {
-				for _, l := range strings.Split(rest, "\n") {
-					if l = strings.TrimSpace(l); l != "" {
-						b.Runs = append(b.Runs, l)
-					}
+			// "failed under delays …:" heads one line per failed run;
+			// any other reason ("run 2 timed out (panic: …") is one run
+			// whose text may go on over several lines.
+			text := reason + "\n" + rest
+			if strings.HasPrefix(reason, "failed under delays") {
+				text = rest
+			}
+			for _, l := range strings.Split(text, "\n") {
+				switch l = strings.TrimSpace(l); {
+				case l == "":
+				case reRun.MatchString(l) || len(b.Runs) == 0:
+					b.Runs = append(b.Runs, l)
+				default:
+					b.Runs[len(b.Runs)-1] += " " + l
 				}
 			}
 			broken = append(broken, b)
@@ -535,4 +570,21 @@ func LoadAvg() float64 {
 func goVersion(ctx context.Context) string {
 	out := fieldruns.Run(ctx, "", fieldruns.Env(), time.Minute, "go", "env", "GOVERSION")
 	return strings.TrimSpace(string(out.Stdout))
+}
+
+// SourceCommit is the short id of the last commit that changed wafl's Go
+// code (Go files, go.mod and go.sum outside bench/ and examples/) in the
+// git work tree holding dir, +dirty when such files have uncommitted
+// changes; "" outside a work tree.
+func SourceCommit(dir string) string {
+	spec := []string{"--", ":(top)*.go", ":(top)go.mod", ":(top)go.sum", ":(top,exclude)bench", ":(top,exclude)examples"}
+	out, err := exec.Command("git", append([]string{"-C", dir, "log", "-1", "--format=%h"}, spec...)...).Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", append([]string{"-C", dir, "status", "--porcelain", "--untracked-files=no"}, spec...)...).Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += "+dirty"
+	}
+	return c
 }

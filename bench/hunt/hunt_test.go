@@ -3,6 +3,7 @@ package hunt
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -90,7 +91,7 @@ func TestClassify(t *testing.T) {
 		pipeline.Problem{Package: "ex.com/m", Test: "TestSleepy", Phase: "detect", Reason: "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n" +
 			"run 1: test failed: m_test.go:20: want 1, got 0; last delay before it: 12ms at m.go:10 (store s.x), goroutine 7 (output in /w/wafl/logs/ex.com/m/TestSleepy.run1.log)\n" +
 			"run 3: test failed: m_test.go:20: want 1, got 0; no delay was injected (output in /w/wafl/logs/ex.com/m/TestSleepy.run3.log)"},
-		pipeline.Problem{Package: "ex.com/m", Test: "TestHang", Phase: "detect", Reason: "run 2 timed out (3m0s); output in /w/wafl/logs/ex.com/m/TestHang.run2.log"},
+		pipeline.Problem{Package: "ex.com/m", Test: "TestHang", Phase: "detect", Reason: "run 2 timed out (panic: test timed out after 2m42s\nrunning tests:\n\tTestHang (2m42s)); output in /w/wafl/logs/ex.com/m/TestHang.run2.log"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestFlaky", Phase: "detect", Reason: "failed under delays without a MEMORDER panic:\nrun 1: x (output in /w/wafl/logs/ex.com/m/TestFlaky.run1.log)"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestPlainBad", Phase: "prepare", Reason: "test failed without delays"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestInstr", Phase: "prepare", Reason: "test failed without delays"},
@@ -114,7 +115,7 @@ func TestClassify(t *testing.T) {
 	if b := byTest["TestSleepy"]; b.Kind != "fail" || len(b.Runs) != 2 || b.FailsPlain || !strings.Contains(b.Runs[0], "last delay before it: 12ms") {
 		t.Errorf("TestSleepy: %+v", b)
 	}
-	if b := byTest["TestHang"]; b.Kind != "timeout" || len(b.Runs) != 1 {
+	if b := byTest["TestHang"]; b.Kind != "timeout" || len(b.Runs) != 1 || !strings.HasPrefix(b.Runs[0], "run 2 timed out (panic: test timed out after 2m42s running tests: TestHang (2m42s))") {
 		t.Errorf("TestHang: %+v", b)
 	}
 	if b := byTest["TestFlaky"]; !b.FailsPlain {
@@ -256,5 +257,42 @@ func TestMarkdown(t *testing.T) {
 		if strings.HasPrefix(line, "| ") && strings.Count(line, " | ") != 13 {
 			t.Errorf("row with %d cells, want 14: %s", strings.Count(line, " | ")+1, line)
 		}
+	}
+}
+
+func TestSourceCommit(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Skipf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	write := func(p, s string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module ex.com/w\n")
+	write("a/a.go", "package a\n")
+	git("add", "-A")
+	git("commit", "-qm", "code")
+	code := git("rev-parse", "--short", "HEAD")
+	write("bench/b.go", "package b\n")
+	write("docs/x.md", "x\n")
+	git("add", "-A")
+	git("commit", "-qm", "harness")
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	if got := SourceCommit(filepath.Join(dir, "bin")); got != code {
+		t.Errorf("SourceCommit = %q, want %q (the commit of the code, not of bench/)", got, code)
+	}
+	write("a/a.go", "package a // changed\n")
+	if got := SourceCommit(dir); got != code+"+dirty" {
+		t.Errorf("SourceCommit with a changed Go file = %q", got)
 	}
 }

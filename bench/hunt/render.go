@@ -167,7 +167,11 @@ func header(run []*Result, inv Invocation) string {
 	var ls, le []float64
 	var first, last time.Time
 	for _, r := range run {
-		commits[r.WaflCommit]++
+		c := r.WaflCommit
+		if r.WaflSource != "" {
+			c = r.WaflSource
+		}
+		commits[c]++
 		machines[r.Machine] = true
 		ls, le = append(ls, r.LoadStart), append(le, r.LoadEnd)
 		if first.IsZero() || r.Date.Before(first) {

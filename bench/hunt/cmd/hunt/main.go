@@ -36,9 +36,10 @@ func main() {
 	doc := flag.String("doc", "../docs/hunt.md", "document to rewrite (empty: none)")
 	link := flag.String("link", "../bench/scripts/hunt/results", "the results directory as seen from the document")
 	work := flag.String("work", filepath.Join(os.TempDir(), "wafl-hunt"), "work directory (kept for diagnosis: module copies, wafl work dirs, outputs)")
-	wafl := flag.String("wafl", "../bin/wafl", "wafl binary (its commit is taken from the git work tree it is in)")
+	wafl := flag.String("wafl", "../bin/wafl", "wafl binary, built from the git work tree it is in (whose last commit of wafl's Go code the results record)")
 	force := flag.Bool("force", false, "run modules that already have a stored result again")
 	render := flag.Bool("render", false, "only rewrite the document from the stored results")
+	reclassify := flag.Bool("reclassify", false, "derive the reports, broken tests and wafl errors of the stored results again (from their wafl work directories under -work), then rewrite the document")
 	var o hunt.Options
 	flag.DurationVar(&o.StepTimeout, "step-timeout", 15*time.Minute, "bound of each step (go test, go test -race, wafl prepare, wafl detect) of one module")
 	flag.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "wafl --timeout: bound of one test run (0: wafl's default)")
@@ -79,9 +80,31 @@ func main() {
 			fail(err)
 		}
 	}
+	if *reclassify {
+		stored, err := hunt.LoadResults(*results, mods)
+		if err != nil {
+			fail(err)
+		}
+		for _, m := range mods {
+			r := stored[m.Name]
+			if r == nil {
+				continue
+			}
+			work := hunt.WorkDir(o.Work, m.Name)
+			if _, err := os.Stat(work); err != nil {
+				fmt.Fprintf(os.Stderr, "hunt: %s: %v (kept as stored)\n", m.Name, err)
+				continue
+			}
+			r.Classify(*results, work)
+			if err := r.Save(*results); err != nil {
+				fail(err)
+			}
+		}
+		*render = true
+	}
 	if *render {
 		if l, err := fieldruns.NewLabel(ctx, "wafl", *wafl, ""); err == nil {
-			inv.Commit = l.Commit
+			inv.Commit = hunt.SourceCommit(filepath.Dir(l.Binary))
 		}
 		writeDoc()
 		return
@@ -90,7 +113,8 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("%v (build it: cd .. && go build -o bin/wafl ./cmd/wafl)", err))
 	}
-	o.Wafl, inv.Commit = l, l.Commit
+	o.Wafl, o.WaflSource = l, hunt.SourceCommit(filepath.Dir(l.Binary))
+	inv.Commit = o.WaflSource
 
 	start := time.Now()
 	ran := 0

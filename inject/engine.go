@@ -1,6 +1,7 @@
 package inject
 
 import (
+	_ "unsafe" // go:linkname
 	"bytes"
 	"math"
 	"runtime"
@@ -107,13 +108,23 @@ type clock struct {
 }
 
 func realClock() clock {
-	start := time.Now()
+	start := nanotime()
 	return clock{
-		now:       func() int64 { return int64(time.Since(start)) },
+		// The runtime's monotonic clock, not time.Now: inside a
+		// testing/synctest bubble time.Now is the bubble's fake clock,
+		// which does not move while a goroutine sleeps in a system call
+		// (realSleep), so a loop waiting for real time would never end.
+		now:       func() int64 { return nanotime() - start },
 		sleep:     realSleep, // real time even inside a synctest bubble
-		unixStart: start.UnixNano(),
+		unixStart: time.Now().UnixNano(),
 	}
 }
+
+// nanotime is the runtime's monotonic clock in nanoseconds: real time in
+// and out of synctest bubbles.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
 
 // engine is one detection run.
 type engine struct {

@@ -136,7 +136,7 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f.StringVar(&t.Run, "run", "", "run only tests matching this regular expression (as go test -run)")
 	f.StringVar(&t.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
 	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
-	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "test runs in parallel")
+	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "packages whose tests run at once (a package's tests run one after another, as go test runs them)")
 	f.Var(shardValue{&t.Shard}, "shard", "run only shard I of N of the tests (deterministic split; combine with 'wafl merge')")
 	f.BoolVar(&t.RetryFailing, "retry-failing", false, "run tests that failed or hung without delays on this build again (default: remembered and skipped)")
 	f.BoolVar(&t.Short, "short", false, "tell long-running tests to shorten their run time (as go test -short)")

@@ -47,7 +47,7 @@ type Packages struct {
 type Tests struct {
 	Run, Skip string
 	Timeout   time.Duration // per test run; a run that takes longer is killed (default DefaultTimeout)
-	Parallel  int           // test runs in parallel (default 1)
+	Parallel  int           // packages whose tests run at once, a package's tests one after another (default 1)
 	// RetryFailing runs tests that failed or hung without delays on the
 	// same build again (by default they are remembered and skipped).
 	RetryFailing bool

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	ibuild "github.com/memorder/wafl/internal/build"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,5 +76,27 @@ func TestSubtestPatternsReachTheBinary(t *testing.T) {
 	// A top-level --skip filters the list instead.
 	if _, skip := (&Tests{Skip: "TestX"}).subtestArgs(); skip != "" {
 		t.Errorf("top-level skip passed to the binary: %q", skip)
+	}
+}
+
+// TestByPackage: the tests of one package form one group, run one after
+// another; groups are ordered largest first.
+func TestByPackage(t *testing.T) {
+	a := &pkgBuild{Package: &ibuild.Package{ImportPath: "example.com/a"}}
+	b := &pkgBuild{Package: &ibuild.Package{ImportPath: "example.com/b"}}
+	jobs := []job{{pkg: a, test: "TestA1"}, {pkg: b, test: "TestB1"}, {pkg: b, test: "TestB2"}, {pkg: a, test: "TestA2"}, {pkg: b, test: "TestB3"}}
+	var got []string
+	for _, g := range byPackage(jobs) {
+		var names []string
+		for _, j := range g {
+			if j.pkg != g[0].pkg {
+				t.Fatalf("group mixes packages: %v", g)
+			}
+			names = append(names, j.test)
+		}
+		got = append(got, strings.Join(names, ","))
+	}
+	if want := []string{"TestB1,TestB2,TestB3", "TestA1,TestA2"}; !slices.Equal(got, want) {
+		t.Errorf("byPackage = %q, want %q", got, want)
 	}
 }

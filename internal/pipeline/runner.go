@@ -126,19 +126,27 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 			w.before(ctx, s, jobs)
 		}
 		s.prog.Begin(w.phase, len(jobs))
-		return forEach(ctx, w.tests.Parallel, jobs, func(j job) {
-			bugs, note, err := w.each(ctx, s, j)
-			if err != nil && ctx.Err() != nil {
-				return // interrupted: the test did not finish
+		// One package's tests run one after another, as go test runs
+		// them: tests of a package may share fixed ports and files;
+		// packages run Parallel at a time.
+		return forEach(ctx, w.tests.Parallel, byPackage(jobs), func(js []job) {
+			for _, j := range js {
+				if ctx.Err() != nil {
+					return
+				}
+				bugs, note, err := w.each(ctx, s, j)
+				if err != nil && ctx.Err() != nil {
+					return // interrupted: the test did not finish
+				}
+				done.Add(1)
+				if err != nil {
+					var phase string
+					phase, note = classify(err, w.phase)
+					s.problem(j, phase, err.Error())
+					bugs = 0
+				}
+				s.prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, note)
 			}
-			done.Add(1)
-			if err != nil {
-				var phase string
-				phase, note = classify(err, w.phase)
-				s.problem(j, phase, err.Error())
-				bugs = 0
-			}
-			s.prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, note)
 		})
 	})
 	s.prog.Close()
@@ -282,6 +290,24 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 }
 
 // forEach runs fn over jobs with n workers, stopping early when ctx ends.
+// byPackage groups jobs by package, in the order packages first appear,
+// largest group first so that the longest package starts early.
+func byPackage(jobs []job) [][]job {
+	var groups [][]job
+	at := map[string]int{}
+	for _, j := range jobs {
+		i, ok := at[j.pkg.ImportPath]
+		if !ok {
+			i = len(groups)
+			at[j.pkg.ImportPath] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], j)
+	}
+	sort.SliceStable(groups, func(a, b int) bool { return len(groups[a]) > len(groups[b]) })
+	return groups
+}
+
 func forEach[T any](ctx context.Context, n int, jobs []T, fn func(T)) error {
 	ch := make(chan T)
 	var wg sync.WaitGroup

@@ -107,11 +107,29 @@ func (ap *applier) post(c *dstutil.Cursor) bool {
 	if len(acts) == 0 {
 		return true
 	}
-	for _, act := range acts {
-		n = ap.edit(act, a, n)
+	// Actions that take the node's address go first, while it is still
+	// addressable: a captured variable both loaded (a use) and stored
+	// elsewhere (err = exportErr) becomes _waflStore(id, (*_waflUse(id2,
+	// &exportErr)), &err), not the use of a call.
+	for _, first := range []bool{true, false} {
+		for _, act := range acts {
+			if addressed(act.kind) == first {
+				n = ap.edit(act, a, n)
+			}
+		}
 	}
 	c.Replace(n)
 	return true
+}
+
+// addressed reports whether an action of kind k rewrites its node into an
+// expression that takes the node's address.
+func addressed(k actKind) bool {
+	switch k {
+	case actUse, actAtomicUse, actCheckFlag, actCheckAtomicBool:
+		return true
+	}
+	return false
 }
 
 // edit returns the rewrite of n, decorated from a, by one action.

@@ -88,6 +88,10 @@ func (o Options) params() (plans.Params, error) {
 type Stats struct {
 	Events     int64 // rows read in pass 1, forks included
 	Forks      int64 // fork rows
+	Gos        int64 // go rows (go statements executed)
+	// Unstarted are the go rows with no fork row of the same parent and
+	// counter: goroutines that never ran before the trace ended.
+	Unstarted int
 	Lifecycle  int64 // init and dispose rows
 	Uses       int64 // use rows
 	Checks     int64 // check rows (checkact.go)
@@ -294,6 +298,12 @@ func (a *analysis) count(c *trace.Batch) {
 		case abi.OpFork:
 			a.stats.Forks++
 			a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
+		case abi.OpGo:
+			if validSite(c.Site[i]) {
+				a.stats.Gos++
+			} else {
+				a.stats.Malformed++
+			}
 		default:
 			a.stats.Malformed++
 		}

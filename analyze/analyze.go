@@ -86,12 +86,12 @@ func (o Options) params() (plans.Params, error) {
 // Stats describes one analysis. Pair counts are of dynamic pair instances
 // (one per conflicting event pair examined), except Candidates.
 type Stats struct {
-	Events     int64 // rows read in pass 1, forks included
-	Forks      int64 // fork rows
-	Gos        int64 // go rows (go statements executed)
+	Events int64 // rows read in pass 1, forks included
+	Forks  int64 // fork rows
+	Gos    int64 // go rows (go statements executed)
 	// Unstarted are the go rows with no fork row of the same parent and
 	// counter: goroutines that never ran before the trace ended.
-	Unstarted int
+	Unstarted  int
 	Lifecycle  int64 // init and dispose rows
 	Uses       int64 // use rows
 	Checks     int64 // check rows (checkact.go)

@@ -84,12 +84,12 @@ func (p *Plan) AddNew(fresh *Plan, limit int) int {
 }
 
 // MarkFrom sets the origin (Pair.From) of every pair of p to from, except
-// the predicted pairs', which keep FromPredicted whichever run's trace
-// they came from.
+// the predicted and static pairs', which keep their mark whichever run's
+// trace they came from.
 func (p *Plan) MarkFrom(from string) {
 	for i := range p.Locations {
 		for k := range p.Locations[i].Pairs {
-			if pr := &p.Locations[i].Pairs[k]; pr.From != FromPredicted {
+			if pr := &p.Locations[i].Pairs[k]; !Guessed(pr.From) {
 				pr.From = from
 			}
 		}

@@ -108,14 +108,21 @@ const (
 
 // Origins of a pair (Pair.From): the preparation run (empty), a
 // recording run of detect for a plan without candidates, a detection run
-// that also recorded, or a prediction for a goroutine that was late in the
-// run that was analyzed (analyze/predict.go; it keeps this mark whichever
-// run's trace it came from).
+// that also recorded, a prediction for a goroutine that was late in the
+// run that was analyzed (analyze/predict.go), or a static candidate: a
+// site the goroutine of a go statement may reach, paired with an access
+// the trace shows in another goroutine (analyze/static.go). Predicted and
+// static pairs keep their mark whichever run's trace they came from.
 const (
 	FromLearn     = "learn"
 	FromDetect    = "detect"
 	FromPredicted = "predicted"
+	FromStatic    = "static"
 )
+
+// Guessed reports whether a pair of origin from was not seen in a trace
+// but guessed: predicted or static.
+func Guessed(from string) bool { return from == FromPredicted || from == FromStatic }
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string
@@ -179,8 +186,8 @@ type Pair struct {
 	// the reason ("hb-inference", "bug-found").
 	Pruned string `json:"pruned,omitempty"`
 	// From says which run's trace the pair came from when it was not the
-	// preparation run's: FromLearn or FromDetect, or FromPredicted for a
-	// pair the analysis predicted instead of seeing it.
+	// preparation run's: FromLearn or FromDetect, or FromPredicted or
+	// FromStatic for a pair the analysis guessed instead of seeing it.
 	From string `json:"from,omitempty"`
 }
 

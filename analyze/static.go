@@ -36,7 +36,7 @@ import (
 // trace has is not added again. Static pairs are ranked — use sites the
 // trace reached first (in some goroutine), then by call distance from the
 // go statement, then goroutines that never ran before those that ran —
-// and at most maxStatic enter a plan (Stats.Static; the rest are counted
+// and at most MaxStatic enter a plan (Stats.Static; the rest are counted
 // in Stats.StaticLeft). They are marked (Pair.From "static") and leave S
 // like any pair when they never help; a delay never makes a report by
 // itself, only a crash does.
@@ -71,8 +71,8 @@ func (c *cachedReach) Go(site uint32) map[uint32]int {
 	return m
 }
 
-// maxStatic bounds the static pairs of one analysis.
-const maxStatic = 16
+// MaxStatic bounds the static pairs of one analysis.
+const MaxStatic = 16
 
 // maxStaticPerSite bounds the late goroutines of one go statement that
 // static pairs examine (a pool of workers started by one statement).
@@ -240,9 +240,9 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 		}
 		return cmp.Compare(x.k.kind, y.k.kind)
 	})
-	if len(list) > maxStatic {
-		left = len(list) - maxStatic
-		list = list[:maxStatic]
+	if len(list) > MaxStatic {
+		left = len(list) - MaxStatic
+		list = list[:MaxStatic]
 	}
 	if a.pairs == nil {
 		a.pairs = make(map[pairKey]*pairAgg, len(list))

@@ -190,7 +190,7 @@ func TestBugStaticRanShort(t *testing.T) {
 // Static pairs are ranked — reached use sites first, then call distance
 // — and capped; the rest are counted as left.
 func TestStaticRankedAndCapped(t *testing.T) {
-	const n = maxStatic + 4
+	const n = MaxStatic + 4
 	info := map[uint32]SiteInfo{2: NewSiteInfo("go", "func literal", "", "/src/m/m.go")}
 	gr := map[uint32]int{}
 	var rows []row
@@ -208,7 +208,7 @@ func TestStaticRankedAndCapped(t *testing.T) {
 	rows = append([]row{useAt(0, 9, 1, 100, 0x9999)}, rows...)
 	r := fakeReach{gos: map[uint32]map[uint32]int{2: gr}}
 	p, st := analyzeRows(t, rows, Options{Sites: info, Reach: r})
-	if st.Static != maxStatic || st.StaticLeft != 4 {
+	if st.Static != MaxStatic || st.StaticLeft != 4 {
 		t.Fatalf("stats %+v", st)
 	}
 	// Kept: the reached site 100 (the farthest), then the nearest ones.

@@ -82,12 +82,17 @@ type Provenance struct {
 	// added to the plan (AddNew; Pair.From "detect").
 	DetectRecorded   int `json:"detect_recorded,omitempty"`
 	DetectCandidates int `json:"detect_candidates,omitempty"`
-	// Forks counts the fork rows of the trace (goroutines the test's
-	// instrumented code started; the test goroutine's own adoption of
-	// TestMain's fork token is not counted); nil in plans written before it existed.
+	// Forks counts the goroutines the test's instrumented code started:
+	// the fork rows of the trace (the test goroutine's own adoption of
+	// TestMain's fork token is not counted) and the go rows of goroutines
+	// that never ran; nil in plans written before it existed.
 	// A plan without candidates whose trace has no fork cannot have lost
 	// a pair to a late goroutine, so detect does not re-learn it.
 	Forks *int64 `json:"forks,omitempty"`
+	// StaticLeft counts the static candidate pairs the analysis ranked
+	// below its cap per test and left out of the plan
+	// (analyze/static.go).
+	StaticLeft int `json:"static_left,omitempty"`
 	// Basic is set for a plan of basic mode (--ablate basic, the thesis's
 	// WAFLBASIC): no preparation run made it; detection runs add the
 	// candidate pairs they find online (Plan.AddTrap).

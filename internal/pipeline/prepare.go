@@ -133,19 +133,33 @@ func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, 
 	if stats.Predicted > 0 {
 		more += fmt.Sprintf("; %d predicted for a late goroutine", stats.Predicted)
 	}
+	if stats.Static > 0 {
+		more += fmt.Sprintf("; %d static", stats.Static)
+		if stats.StaticLeft > 0 {
+			more += fmt.Sprintf(" (%d more left out)", stats.StaticLeft)
+		}
+	}
 	return fmt.Sprintf("%s, %s at %s (%s%s)", plural(int(stats.Events), "event", "events"),
 		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
 		d.Round(time.Millisecond), more), nil
 }
 
-// countPredicted adds an analysis's predicted pairs to the summary.
+// countPredicted adds an analysis's predicted and static pairs to the
+// summary.
 func countPredicted(s *session, stats *analyze.Stats) {
-	if stats == nil || stats.Predicted == 0 {
+	if stats == nil || stats.Predicted == 0 && stats.Static == 0 && stats.StaticLeft == 0 {
 		return
 	}
 	s.sum.add(func(s *Summary) {
-		s.Predicted += stats.Predicted
-		s.PredictedTests++
+		if stats.Predicted > 0 {
+			s.Predicted += stats.Predicted
+			s.PredictedTests++
+		}
+		if stats.Static > 0 || stats.StaticLeft > 0 {
+			s.Static += stats.Static
+			s.StaticLeft += stats.StaticLeft
+			s.StaticTests++
+		}
 	})
 }
 
@@ -192,6 +206,7 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		BinaryHash:  j.pkg.hash,
 		SlotTypes:   slotTypes(j.pkg.Sites),
 		Sites:       siteInfos(j.pkg.Sites),
+		Reach:       reachOf(j.pkg.Sites),
 	})
 	if ie := (*analyze.InternalError)(nil); errors.As(err, &ie) {
 		// A bug of wafl's: this test gets the report, the trace stays for
@@ -206,8 +221,10 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if stats != nil {
 		// One fork row of every trace is the test goroutine adopting
 		// TestMain's token (hook.AdoptTests: package init ordered before
-		// the test), not a goroutine the test started.
-		plan.SetForks(max(stats.Forks-1, 0))
+		// the test), not a goroutine the test started; a go row without
+		// a fork row is a goroutine the test started that never ran.
+		plan.SetForks(max(stats.Forks-1, 0) + int64(stats.Unstarted))
+		plan.SetStaticLeft(stats.StaticLeft)
 	}
 	return plan, stats, nil
 }

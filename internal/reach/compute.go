@@ -56,11 +56,13 @@ type posKey struct {
 	line, col int
 }
 
-// funcInfo is what a function leads to: the functions it calls, starts,
-// defers, creates or hands over, and its go statements.
+// funcInfo is what a function leads to: the functions it calls, defers,
+// creates or hands over, the functions its go statements start, and its
+// go statements.
 type funcInfo struct {
-	calls []*ssa.Function
-	gos   []goStmt
+	calls  []*ssa.Function
+	starts []*ssa.Function
+	gos    []goStmt
 }
 
 type goStmt struct {
@@ -262,6 +264,7 @@ func (p *Program) info(fn *ssa.Function) *funcInfo {
 			}
 		}
 	}
+	started := map[*ssa.Function]bool{}
 	var rands []*ssa.Value
 	for _, b := range fn.Blocks {
 		for _, instr := range b.Instrs {
@@ -270,19 +273,29 @@ func (p *Program) info(fn *ssa.Function) *funcInfo {
 				com := c.Common()
 				callee = com.Value
 				targets := p.callees(com)
-				edge(targets)
 				if g, ok := instr.(*ssa.Go); ok {
+					for _, t := range targets {
+						if !started[t] {
+							started[t] = true
+							in.starts = append(in.starts, t)
+						}
+					}
 					pos := p.fset.Position(g.Pos())
 					if site, ok := p.goSites[posKey{pos.Filename, pos.Line, pos.Column}]; ok {
 						in.gos = append(in.gos, goStmt{site: site, entries: targets})
 					}
+				} else {
+					edge(targets)
 				}
 			}
 			// A function value created or referenced here (a closure, a
 			// method value, a function handed to another package)
-			// counts as called from here.
+			// counts as called from here, unless it is only started by
+			// go statements.
 			if mc, ok := instr.(*ssa.MakeClosure); ok {
-				edge(p.nodes(mc.Fn.(*ssa.Function), nil, 0))
+				if !onlyStarted(mc) {
+					edge(p.nodes(mc.Fn.(*ssa.Function), nil, 0))
+				}
 				continue
 			}
 			rands = instr.Operands(rands[:0])
@@ -297,6 +310,22 @@ func (p *Program) info(fn *ssa.Function) *funcInfo {
 		}
 	}
 	return in
+}
+
+// onlyStarted reports whether the closure is used only as the function
+// of go statements.
+func onlyStarted(mc *ssa.MakeClosure) bool {
+	refs := mc.Referrers()
+	if refs == nil || len(*refs) == 0 {
+		return false
+	}
+	for _, r := range *refs {
+		g, ok := r.(*ssa.Go)
+		if !ok || g.Call.Value != mc {
+			return false
+		}
+	}
+	return true
 }
 
 // callees resolves a call: its static callee, or for a call through an
@@ -422,6 +451,9 @@ func (p *Program) File(pkgPath string) (f *File, err error) {
 		for _, c := range in.calls {
 			push(c, it.d+1)
 		}
+		for _, c := range in.starts {
+			push(c, it.d+1)
+		}
 	}
 	f.Funcs = make([]Func, len(order))
 	for i, fn := range order {
@@ -429,9 +461,15 @@ func (p *Program) File(pkgPath string) (f *File, err error) {
 		slices.Sort(fi.Sites)
 		fi.Sites = slices.Compact(fi.Sites)
 		if best[fn] < p.depth {
-			for _, c := range p.info(fn).calls {
+			in := p.info(fn)
+			for _, c := range in.calls {
 				if j, ok := idx[c]; ok {
 					fi.Calls = append(fi.Calls, j)
+				}
+			}
+			for _, c := range in.starts {
+				if j, ok := idx[c]; ok {
+					fi.Starts = append(fi.Starts, j)
 				}
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,7 +59,10 @@ type File struct {
 type Func struct {
 	Name  string   `json:"name"`            // e.g. "(*m.Server).serve", "m.TestX$1"
 	Sites []uint32 `json:"sites,omitempty"` // instrumented sites in its body (not in nested function literals)
-	Calls []int    `json:"calls,omitempty"` // functions it calls, starts, defers, creates or hands over
+	Calls []int    `json:"calls,omitempty"` // functions it calls, defers, creates or hands over
+	// Starts are the functions its go statements start: a test reaches
+	// them, the goroutine itself does not (its children do).
+	Starts []int `json:"starts,omitempty"`
 }
 
 // PathFor is the reach file beside the site table at sitesPath
@@ -90,7 +94,7 @@ func Load(path string) (*File, error) {
 func (f *File) check() error {
 	bad := func(i int) bool { return i < 0 || i >= len(f.Funcs) }
 	for i, fn := range f.Funcs {
-		for _, c := range fn.Calls {
+		for _, c := range slices.Concat(fn.Calls, fn.Starts) {
 			if bad(c) {
 				return fmt.Errorf("function %d calls %d of %d", i, c, len(f.Funcs))
 			}
@@ -118,20 +122,21 @@ func (f *File) Save(path string) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-// Test returns the sites the top-level test name may reach, each with its
-// call distance from the test function (0: in its body); nil when the
-// file does not know the test.
+// Test returns the sites the top-level test name may reach, in its own
+// goroutine or in goroutines it starts, each with its call distance from
+// the test function (a go statement counts as a call; 0: in its body);
+// nil when the file does not know the test.
 func (f *File) Test(name string) map[uint32]int {
 	if f == nil || len(f.Tests[name]) == 0 {
 		return nil
 	}
-	return f.reach(f.Tests[name])
+	return f.reach(f.Tests[name], true)
 }
 
 // Go returns the sites the goroutine of the go statement at site may
-// reach, each with its call distance from the function the goroutine
-// starts in (0: in its body); nil when the file does not know the go
-// statement.
+// reach itself (not in the goroutines it starts), each with its call
+// distance from the function the goroutine starts in (0: in its body);
+// nil when the file does not know the go statement.
 func (f *File) Go(site uint32) map[uint32]int {
 	if f == nil {
 		return nil
@@ -140,11 +145,12 @@ func (f *File) Go(site uint32) map[uint32]int {
 	if len(roots) == 0 {
 		return nil
 	}
-	return f.reach(roots)
+	return f.reach(roots, false)
 }
 
-// reach is a breadth-first walk from roots, at most Depth calls deep.
-func (f *File) reach(roots []int) map[uint32]int {
+// reach is a breadth-first walk from roots, at most Depth calls deep,
+// into started goroutines too when starts is set.
+func (f *File) reach(roots []int, starts bool) map[uint32]int {
 	dist := make([]int, len(f.Funcs))
 	for i := range dist {
 		dist[i] = -1
@@ -169,7 +175,11 @@ func (f *File) reach(roots []int) map[uint32]int {
 		if d >= f.Depth {
 			continue
 		}
-		for _, c := range f.Funcs[i].Calls {
+		next := f.Funcs[i].Calls
+		if starts {
+			next = slices.Concat(next, f.Funcs[i].Starts)
+		}
+		for _, c := range next {
 			if dist[c] < 0 {
 				dist[c] = d + 1
 				q = append(q, c)

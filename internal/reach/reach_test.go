@@ -113,6 +113,15 @@ func TestReach(t *testing.T) {
 	if _, ok := f.Go(goServe)[dispose]; ok {
 		t.Errorf("go s.serve() reaches Close's dispose")
 	}
+	// serve starts go s.handle(c): the test reaches handle's use, the
+	// serve goroutine itself does not.
+	handle := site(t, table, "use", "srv.go", 41)
+	if _, ok := f.Go(goServe)[handle]; ok {
+		t.Errorf("go s.serve() reaches the use of the goroutine it starts")
+	}
+	if run[handle] != 3 {
+		t.Errorf("TestRunClose reaches handle's use at %d, want 3", run[handle])
+	}
 	if g := f.Test("TestOther"); g[other] != 1 {
 		t.Errorf("TestOther (external test package) reaches %v, want Other's close at 1", g)
 	}

@@ -34,11 +34,11 @@ func (s *Server) serve() {
 		if err != nil {
 			return
 		}
-		s.handle(c)
+		go s.handle(c)
 	}
 }
 
-func (s *Server) handle(c net.Conn) { _ = c }
+func (s *Server) handle(c net.Conn) { _ = c; _ = *s.n }
 
 func (s *Server) Close() {
 	s.l.Close()

@@ -187,9 +187,11 @@ const (
 // reached no access, or ran (only for static pairs: the sites its go
 // statement may reach and it did not). At is the latest time it could
 // still have made a missing access: its go row, its fork row, its last
-// row.
+// row; from the time since which it was alive.
 type lateG struct {
 	at     int64
+	from   int64  // its go row's or fork row's time: alive since
+
 	child  uint64 // 0: never ran
 	parent uint64
 	clock  uint32 // the parent's counter at the fork
@@ -216,20 +218,21 @@ func (l *lateTracker) lates(short bool) []lateG {
 		k := pk{f.parent, f.clock}
 		forked[k] = true
 		var site uint32
+		from := f.t
 		if i, ok := goAt[k]; ok {
-			site = l.gos[i].site
+			site, from = l.gos[i].site, min(from, l.gos[i].t)
 		}
 		last, ran := l.ran[f.child]
 		switch {
 		case !ran:
-			out = append(out, lateG{at: f.t, child: f.child, parent: f.parent, clock: f.clock, site: site, how: noAccess})
+			out = append(out, lateG{at: f.t, from: from, child: f.child, parent: f.parent, clock: f.clock, site: site, how: noAccess})
 		case short && site != 0:
-			out = append(out, lateG{at: max(last, f.t), child: f.child, parent: f.parent, clock: f.clock, site: site, how: ranShort})
+			out = append(out, lateG{at: max(last, f.t), from: from, child: f.child, parent: f.parent, clock: f.clock, site: site, how: ranShort})
 		}
 	}
 	for _, g := range l.gos {
 		if !forked[pk{g.parent, g.clock}] {
-			out = append(out, lateG{at: g.t, parent: g.parent, clock: g.clock, site: g.site, how: neverRan})
+			out = append(out, lateG{at: g.t, from: g.t, parent: g.parent, clock: g.clock, site: g.site, how: neverRan})
 		}
 	}
 	return out

@@ -18,12 +18,13 @@ import (
 // graph, bounded depth); they are paired with the accesses the trace
 // shows in other goroutines on the same slot identity (the field key of
 // predict.go), within the near-miss window after the goroutine's last
-// sign of life (its go row, its fork row, its last row):
+// sign of life τa (its go row, its fork row, its last row):
 //
 //   - use-after-dispose (ℓu → ℓd): a site ℓu it may reach that uses the
 //     slot, and a dispose ℓd of another goroutine at τd with
-//     0 ≤ τd − τa < δ; gap τd − τa, so that α × gap delays its use past
-//     the dispose when it comes on time (and the dispose waits for it,
+//     τd − τa < δ, while it was alive (τd at or after its go row);
+//     gap max(τd − τa, 0), so that α × gap delays its use past the
+//     dispose when it comes on time (and the dispose waits for it,
 //     inject's awaitLate); the interference window is the disposing
 //     goroutine's [τa − δ, τd];
 //   - use-before-init (ℓi → ℓu): an init ℓi of another goroutine at τi
@@ -178,8 +179,9 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 		if perSite[lg.site]++; perSite[lg.site] > maxStaticPerSite {
 			continue
 		}
-		// Disposes of other goroutines in [τa, τa + δ).
-		for _, d := range window(disp, lg.at, a.delta) {
+		// Disposes of other goroutines while it was alive or in
+		// [τa, τa + δ).
+		for _, d := range window(disp, lg.from, lg.at, a.delta) {
 			work++
 			ds, ok := info[d.site]
 			if !ok || d.g == lg.child || !a.lateConcurrent(lg, d.g, d.clock) {
@@ -191,12 +193,12 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 					if lo > lg.at { // overflow
 						lo = math.MinInt64
 					}
-					note(pairKey{u, d.site, abi.OpUse}, u, ru, lg, d.obj, d.t-lg.at, d.g, interval{lo, d.t})
+					note(pairKey{u, d.site, abi.OpUse}, u, ru, lg, d.obj, max(d.t-lg.at, 0), d.g, interval{lo, d.t})
 				}
 			}
 		}
 		// Inits of other goroutines in [τa, τa + δ).
-		for _, in := range window(inits, lg.at, a.delta) {
+		for _, in := range window(inits, lg.at, lg.at, a.delta) {
 			work++
 			is, ok := info[in.site]
 			if !ok || in.g == lg.child || !a.lateConcurrent(lg, in.g, in.clock) {
@@ -262,11 +264,12 @@ func sortedRows(chunks [][]checkRow) []checkRow {
 	return rows
 }
 
-// window returns the rows (sorted by time) with 0 ≤ τ − at < delta.
-func window(rows []checkRow, at, delta int64) []checkRow {
-	i, _ := slices.BinarySearchFunc(rows, at, func(r checkRow, t int64) int { return cmp.Compare(r.t, t) })
+// window returns the rows (sorted by time) with from ≤ τ and
+// τ − at < delta (from ≤ at).
+func window(rows []checkRow, from, at, delta int64) []checkRow {
+	i, _ := slices.BinarySearchFunc(rows, from, func(r checkRow, t int64) int { return cmp.Compare(r.t, t) })
 	j := i
-	for j < len(rows) && inWindow(at, rows[j].t, delta) {
+	for j < len(rows) && (rows[j].t < at || inWindow(at, rows[j].t, delta)) {
 		j++
 	}
 	return rows[i:j]

@@ -221,3 +221,20 @@ func TestStaticRankedAndCapped(t *testing.T) {
 		}
 	}
 }
+
+// The serve goroutine logged only after Close disposed the listener: the
+// dispose came while it was alive, and its use could have come at once
+// (gap 0, the shortest delay).
+func TestBugStaticDisposeWhileAlive(t *testing.T) {
+	const l, items = 0x10, 0x20
+	p, _ := analyzeRows(t, []row{
+		goAt(1*ms, 1, 1, 2),
+		forkAt(1*ms, 1, 1, 3),
+		disposeAt(2*ms, 1, 2, 4, l),
+		useAt(3*ms, 3, 1, 7, items),
+	}, Options{Sites: mmcSites, Reach: mmcReach})
+	wantPairs(t, p, "use-after-dispose 3→4")
+	if l := p.Location(3); l.Pairs[0].MaxGapNs != 0 || l.DelayNs != int64(plans.DefaultParams().MinDelayNs) {
+		t.Fatalf("location %+v", l)
+	}
+}

@@ -64,6 +64,11 @@ type Options struct {
 	// and predicted partners are scoped to the sites the test may reach.
 	// Nil: no static pairs, predicted partners from the whole site table.
 	Reach Reacher
+	// Known, if not nil, names the pairs of the plan this analysis will
+	// extend (a detection run that also recorded): static pairs leave
+	// them out of their ranking, so that those the plan's analysis left
+	// below the cap come in.
+	Known func(first, second uint32) bool
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -360,7 +365,7 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 		var scope map[uint32]int
 		if a.static {
 			r := &cachedReach{r: opts.Reach}
-			a.stats.Static, a.stats.StaticLeft = a.staticPairs(opts.Sites, lates, r)
+			a.stats.Static, a.stats.StaticLeft = a.staticPairs(opts.Sites, lates, r, opts.Known)
 			scope = r.Test(meta.Test)
 			// A goroutine whose go statement's reach is known has its
 			// static pairs; predicted partners are for the others.

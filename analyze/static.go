@@ -116,8 +116,9 @@ type staticCand struct {
 // staticPairs adds the static pairs of the late goroutines to a.pairs
 // (after the strategy's pairs; before the predicted ones and the
 // check-then-act pass, which consumes the dispose rows). It returns the
-// pairs added and those left out by the cap.
-func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reacher) (added, left int) {
+// pairs added and those left out by the cap; pairs known names (those of
+// the plan the analysis extends) are neither.
+func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reacher, known func(first, second uint32) bool) (added, left int) {
 	if r == nil || len(info) == 0 || len(lates) == 0 || a.checks == nil {
 		return 0, 0
 	}
@@ -138,6 +139,9 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 	note := func(k pairKey, u uint32, ru *reachUses, lg lateG, obj uint64, gap int64, wg uint64, iv interval) {
 		if _, ok := a.pairs[k]; ok {
 			return // the trace saw this pair
+		}
+		if known != nil && known(k.first, k.second) {
+			return // the plan to extend has it
 		}
 		c := cands[k]
 		if c == nil {

@@ -220,6 +220,18 @@ func TestStaticRankedAndCapped(t *testing.T) {
 			t.Errorf("site %d (distance %d) kept over nearer ones", 100+i, n-i)
 		}
 	}
+	// Extending that plan (a detection run that also recorded), the
+	// pairs it has are left out of the ranking: the four left come in.
+	kept := map[uint32]bool{}
+	for _, l := range p.Locations {
+		kept[l.Site] = true
+	}
+	known := func(first, second uint32) bool { return kept[first] }
+	p2, st2 := analyzeRows(t, rows, Options{Sites: info, Reach: r, Known: known})
+	wantPairs(t, p2, "use-after-dispose 101→201", "use-after-dispose 102→202", "use-after-dispose 103→203", "use-after-dispose 104→204")
+	if st2.Static != 4 || st2.StaticLeft != 0 {
+		t.Fatalf("extending: stats %+v", st2)
+	}
 }
 
 // The serve goroutine logged only after Close disposed the listener: the

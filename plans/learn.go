@@ -141,8 +141,24 @@ func (p *Plan) CountDetectRecord() {
 // Provenance.DetectCandidates. It returns how many it added.
 func (p *Plan) AddDetected(fresh *Plan) int {
 	fresh.MarkFrom(FromDetect)
+	static := p.staticCount()
 	n := p.AddNew(fresh, MaxDetectCandidates)
 	p.Provenance.DetectCandidates += n
+	// Static pairs the analysis had left out by its cap, now in.
+	p.Provenance.StaticLeft = max(p.Provenance.StaticLeft-(p.staticCount()-static), 0)
+	return n
+}
+
+// staticCount is the number of static candidate pairs of p.
+func (p *Plan) staticCount() int {
+	n := 0
+	for i := range p.Locations {
+		for _, pr := range p.Locations[i].Pairs {
+			if pr.From == FromStatic {
+				n++
+			}
+		}
+	}
 	return n
 }
 

@@ -133,4 +133,15 @@ func TestAddDetected(t *testing.T) {
 	if l := p.Location(7); len(l.Pairs) != 2 || l.Pairs[1].From != FromDetect || l.Pairs[0].From != "" {
 		t.Errorf("location 7: %+v", l.Pairs)
 	}
+	// A static pair the first analysis left out by its cap comes in:
+	// one fewer left, and it keeps its mark.
+	p.SetStaticLeft(3)
+	fresh = samplePlan()
+	fresh.Locations[1].Pairs = append(fresh.Locations[1].Pairs, Pair{Kind: UseAfterDispose, First: 7, Second: 12, Count: 1, From: FromStatic})
+	if n := p.AddDetected(fresh); n != 1 || p.Provenance.StaticLeft != 2 {
+		t.Fatalf("added %d, static left %d; want 1, 2", n, p.Provenance.StaticLeft)
+	}
+	if l := p.Location(7); l.Pairs[len(l.Pairs)-1].From != FromStatic {
+		t.Errorf("location 7: %+v", l.Pairs)
+	}
 }

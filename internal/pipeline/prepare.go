@@ -166,7 +166,7 @@ func countPredicted(s *session, stats *analyze.Stats) {
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
 func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test))
+	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,8 +181,9 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 
 // analyzeTrace converts the raw spill file raw of test j into the Arrow
 // trace arrows, removes raw and analyzes the trace into a plan, which it
-// returns without saving it.
-func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string) (*plans.Plan, *analyze.Stats, error) {
+// returns without saving it. known, if not nil, is the plan the result
+// will extend (analyze.Options.Known).
+func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
@@ -207,6 +208,7 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		SlotTypes:   slotTypes(j.pkg.Sites),
 		Sites:       siteInfos(j.pkg.Sites),
 		Reach:       reachOf(j.pkg.Sites),
+		Known:       knownPairs(known),
 	})
 	if ie := (*analyze.InternalError)(nil); errors.As(err, &ie) {
 		// A bug of wafl's: this test gets the report, the trace stays for
@@ -227,6 +229,20 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		plan.SetStaticLeft(stats.StaticLeft)
 	}
 	return plan, stats, nil
+}
+
+// knownPairs answers analyze.Options.Known for plan (nil: nil).
+func knownPairs(plan *plans.Plan) func(first, second uint32) bool {
+	if plan == nil {
+		return nil
+	}
+	set := map[[2]uint32]bool{}
+	for _, l := range plan.Locations {
+		for _, pr := range l.Pairs {
+			set[[2]uint32{pr.First, pr.Second}] = true
+		}
+	}
+	return func(first, second uint32) bool { return set[[2]uint32{first, second}] }
 }
 
 // failureExcerpt returns the interesting end of a failed run's output.

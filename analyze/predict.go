@@ -189,8 +189,8 @@ const (
 // still have made a missing access: its go row, its fork row, its last
 // row; from the time since which it was alive.
 type lateG struct {
-	at     int64
-	from   int64  // its go row's or fork row's time: alive since
+	at   int64
+	from int64 // its go row's or fork row's time: alive since
 
 	child  uint64 // 0: never ran
 	parent uint64

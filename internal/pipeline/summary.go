@@ -67,8 +67,8 @@ type Summary struct {
 	// they ran, StaticLeftPlans what those plans left out.
 	StaticDelays, StaticPlans, StaticLeftPlans int
 	Bugs                                       []*report.Bug
-	Problems                  []Problem
-	Phases                    []Phase
+	Problems                                   []Problem
+	Phases                                     []Phase
 }
 
 // Phase is the wall time of one phase.

@@ -256,7 +256,6 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 	for _, c := range list {
 		c.agg.static = true
 		a.pairs[c.k] = c.agg
-		a.stats.Instances += c.agg.count
 	}
 	return len(list), left
 }

@@ -98,6 +98,9 @@ func New(pkgs []*packages.Package, table []sites.Site, opts Options) (p *Program
 		if pkg == nil || pkg.Types == nil || pkg.TypesInfo == nil || len(pkg.Syntax) == 0 || pkg.IllTyped || len(pkg.Errors) > 0 {
 			continue
 		}
+		if pkg.Name == "main" && strings.HasSuffix(pkg.PkgPath, ".test") {
+			continue // a generated test main
+		}
 		if p.source[pkg.Types] {
 			continue
 		}

@@ -15,13 +15,17 @@ import (
 // test ended, the trace holds one side of the pair and the plan none.
 //
 // Rule. A late goroutine is a child whose fork row (written when the
-// child starts) is its only trace: it never reached an instrumented
-// access. For each dispose row d (τd, goroutine gd, site ℓd) with
-// 0 ≤ τd − τf < δ after the fork row (τf) of a late child c, concurrent
-// with c by fork order, and for each use site ℓu of the site table with
-// the same field key as ℓd (the slot expression's last selector and, when
-// both are known, the static slot type; see SiteInfo) that has no
-// candidate pair with ℓd yet, the pair (ℓu → ℓd) of kind use-after-dispose
+// child starts) is its only trace — it never reached an instrumented
+// access — or the child of a go row without a fork row: it never ran (τf
+// is then the go row's time). Goroutines whose go statement has a static
+// reach get static pairs instead (static.go). For each dispose row d
+// (τd, goroutine gd, site ℓd) with 0 ≤ τd − τf < δ after τf of a late
+// child c, concurrent with c by fork order, and for each use site ℓu of
+// the site table that the test may reach (every use site when the reach
+// does not know the test) with the same field key as ℓd (the slot
+// expression's last selector and, when both are known, the static slot
+// type; see SiteInfo) that has no candidate pair with ℓd yet, the pair
+// (ℓu → ℓd) of kind use-after-dispose
 // is predicted: gap τd − τf (the latest the late goroutine's use could
 // have come before the dispose, so that α × gap delays ℓu past ℓd), the
 // interference window [τf − δ, τd] of gd. At most maxPredicted pairs per

@@ -33,8 +33,10 @@ import (
 //     goroutine's own, when it ran.
 //
 // Neither may be ordered before the goroutine by the fork clocks (the
-// dispose or init of the parent before the go statement). A pair the
-// trace has is not added again. Static pairs are ranked — use sites the
+// dispose or init of the parent before the go statement), and the other
+// goroutine must be related to it by forks: its parent, an ancestor, or a
+// descendant of its parent (related). A pair the trace has is not added
+// again. Static pairs are ranked — use sites the
 // trace reached first (in some goroutine), then by call distance from the
 // go statement, then goroutines that never ran before those that ran —
 // and at most MaxStatic enter a plan (Stats.Static; the rest are counted
@@ -102,6 +104,20 @@ func (a *analysis) lateConcurrent(lg lateG, g uint64, clock uint32) bool {
 		c = math.MaxUint32 // any later event of it
 	}
 	return f.Concurrent(lcc.Event{G: lg.child, Clock: c}, lcc.Event{G: g, Clock: clock})
+}
+
+// related reports whether goroutine g is the late goroutine's parent, an
+// ancestor of it, or a descendant of it (the late goroutine's siblings
+// and their children). The late side of a static pair has no object: a
+// partner in another branch of the fork tree — another subtest, say —
+// accesses the same field of another object far more often than of the
+// same one, so it is left out.
+func (a *analysis) related(lg lateG, g uint64) bool {
+	f := a.forest.f
+	desc := func(anc, d uint64) bool {
+		return anc == d || f.HappensBefore(lcc.Event{G: anc}, lcc.Event{G: d})
+	}
+	return desc(lg.parent, g) || desc(g, lg.parent)
 }
 
 // staticCand is a static pair with what ranks it.
@@ -188,7 +204,7 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 		for _, d := range window(disp, lg.from, lg.at, a.delta) {
 			work++
 			ds, ok := info[d.site]
-			if !ok || d.g == lg.child || !a.lateConcurrent(lg, d.g, d.clock) {
+			if !ok || d.g == lg.child || !a.lateConcurrent(lg, d.g, d.clock) || !a.related(lg, d.g) {
 				continue
 			}
 			for _, u := range ru.byField[ds.Field] {
@@ -205,7 +221,7 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 		for _, in := range window(inits, lg.at, lg.at, a.delta) {
 			work++
 			is, ok := info[in.site]
-			if !ok || in.g == lg.child || !a.lateConcurrent(lg, in.g, in.clock) {
+			if !ok || in.g == lg.child || !a.lateConcurrent(lg, in.g, in.clock) || !a.related(lg, in.g) {
 				continue
 			}
 			for _, u := range ru.byField[is.Field] {

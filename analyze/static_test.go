@@ -250,3 +250,33 @@ func TestBugStaticDisposeWhileAlive(t *testing.T) {
 		t.Fatalf("location %+v", l)
 	}
 }
+
+// The partner of a static pair is related to the late goroutine by forks:
+// a dispose in another subtest (a cousin) is of another object far more
+// often than not, one of a sibling started by the same parent is kept.
+func TestStaticPartnerRelatedByForks(t *testing.T) {
+	const l = 0x10
+	// The test goroutine 1 runs subtests 2 and 3; subtest 2 starts the
+	// serve goroutine, which never runs.
+	cousin := []row{
+		forkAt(0, 1, 1, 2),
+		forkAt(0, 1, 2, 3),
+		goAt(1*ms, 2, 1, 2),
+		disposeAt(2*ms, 3, 1, 4, l),
+	}
+	if p, st := analyzeRows(t, cousin, Options{Sites: mmcSites, Reach: mmcReach}); st.Static != 0 {
+		t.Errorf("cousin: static %v", pairsOf(p))
+	}
+	// Subtest 2 also started goroutine 4, which disposes: a sibling.
+	sibling := []row{
+		forkAt(0, 1, 1, 2),
+		goAt(1*ms, 2, 1, 2),
+		forkAt(1*ms, 2, 2, 4),
+		disposeAt(2*ms, 4, 1, 4, l),
+	}
+	p, st := analyzeRows(t, sibling, Options{Sites: mmcSites, Reach: mmcReach})
+	if st.Static != 1 {
+		t.Fatalf("sibling: static %d", st.Static)
+	}
+	wantPairs(t, p, "use-after-dispose 3→4")
+}

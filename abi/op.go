@@ -23,10 +23,17 @@ const (
 	// and drops them, so Arrow traces never hold them.
 	OpTestBegin Op = 6
 	OpTestEnd   Op = 7
+	// OpGo: goroutine g (the parent) executed an instrumented go
+	// statement (site: the go statement's site) at its own counter clock,
+	// the counter the child's fork row carries: written when the go
+	// statement runs, while recording, whether or not the child ever
+	// runs. A go row with no fork row of the same (g, clock) is a
+	// goroutine that never ran before the recording ended.
+	OpGo Op = 8
 )
 
 // NumOps bounds the op codes: every valid Op is below it.
-const NumOps = 8
+const NumOps = 9
 
 // MaxSite is the largest site id. Site ids are 30-bit hashes
 // (instrument/sites.ID) and 0 is "no site"; a row of a sited op whose site
@@ -62,6 +69,7 @@ var Specs = [NumOps]Spec{
 	OpFork:      {Op: OpFork, Name: "fork", Obj: "child goroutine", Clock: "parent's own counter at the fork", Doc: "goroutine g (the parent) started the child with an instrumented go statement"},
 	OpTestBegin: {Op: OpTestBegin, Name: "test-begin", Obj: "test id (TestID)", Clock: "clock", Doc: "raw spill file only: goroutine g starts running a top-level test"},
 	OpTestEnd:   {Op: OpTestEnd, Name: "test-end", Obj: "test id (TestID)", Clock: "clock", Site: "1: the test failed", Doc: "raw spill file only: the top-level test of goroutine g and all its subtests ended"},
+	OpGo:        {Op: OpGo, Name: "go", Clock: "parent's own counter at the fork (the child's fork row carries it)", Site: "go statement", Doc: "goroutine g (the parent) executed an instrumented go statement; the child may never run"},
 }
 
 // Mark reports whether o is a test boundary mark (raw spill file only).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/memorder/wafl/abi"
@@ -56,8 +57,18 @@ type Options struct {
 	// dropped as address reuse (slottypes.go). Nil keeps every pair.
 	SlotTypes map[uint32]string
 	// Sites describes the site table's sites for predicted partners
-	// (predict.go): nil predicts nothing.
+	// (predict.go) and static pairs (static.go): nil predicts nothing.
 	Sites map[uint32]SiteInfo
+	// Reach says which sites the test and the goroutines of its go
+	// statements may reach (internal/reach): static pairs come from it,
+	// and predicted partners are scoped to the sites the test may reach.
+	// Nil: no static pairs, predicted partners from the whole site table.
+	Reach Reacher
+	// Known, if not nil, names the pairs of the plan this analysis will
+	// extend (a detection run that also recorded): static pairs leave
+	// them out of their ranking, so that those the plan's analysis left
+	// below the cap come in.
+	Known func(first, second uint32) bool
 }
 
 func (o Options) params() (plans.Params, error) {
@@ -86,8 +97,12 @@ func (o Options) params() (plans.Params, error) {
 // Stats describes one analysis. Pair counts are of dynamic pair instances
 // (one per conflicting event pair examined), except Candidates.
 type Stats struct {
-	Events     int64 // rows read in pass 1, forks included
-	Forks      int64 // fork rows
+	Events int64 // rows read in pass 1, forks included
+	Forks  int64 // fork rows
+	Gos    int64 // go rows (go statements executed)
+	// Unstarted are the go rows with no fork row of the same parent and
+	// counter: goroutines that never ran before the trace ended.
+	Unstarted  int
 	Lifecycle  int64 // init and dispose rows
 	Uses       int64 // use rows
 	Checks     int64 // check rows (checkact.go)
@@ -100,6 +115,8 @@ type Stats struct {
 	PrunedFork   int64 // instances dropped because forks order them
 	PrunedType   int   // candidate pairs dropped because their slot types differ (address reuse)
 	Predicted    int   // candidate pairs predicted for late goroutines (predict.go)
+	Static       int   // static candidate pairs of late goroutines (static.go)
+	StaticLeft   int   // static candidate pairs beyond the cap, left out
 
 	Candidates   int // distinct candidate pairs {ℓ1, ℓ2} in S
 	Locations    int // distinct delay locations ℓ1
@@ -204,6 +221,7 @@ type analysis struct {
 	checks  *checkRows           // check and dispose rows (checkact.go)
 	late    *lateTracker         // fork rows and goroutines that ran (predict.go; nil: off)
 	predict bool                 // Options.Sites given
+	static  bool                 // and Options.Reach: static pairs (static.go)
 	stats   *Stats
 }
 
@@ -214,12 +232,20 @@ func newAnalysis(ctx context.Context, open Opener, delta int64, opts Options, tu
 	}
 	a := &analysis{
 		ctx: ctx, open: open, delta: delta, noFork: opts.NoForkOrder, budget: budget, tempDir: opts.TempDir, tune: tune,
-		forest: newForest(), stats: &Stats{}, checks: newCheckRows(budget), predict: len(opts.Sites) > 0,
+		forest: newForest(), stats: &Stats{}, predict: len(opts.Sites) > 0,
 	}
-	if a.predict {
-		a.late = newLateTracker()
-	}
+	a.static = a.predict && opts.Reach != nil
+	a.checks = a.newCheckRows()
+	a.late = newLateTracker(a.static)
 	return a
+}
+
+// newCheckRows makes the store of check and dispose rows (and init rows
+// for static pairs).
+func (a *analysis) newCheckRows() *checkRows {
+	r := newCheckRows(a.budget)
+	r.keepInits = a.static
+	return r
 }
 
 // strategy returns the strategy to start with: streaming, unless the
@@ -238,10 +264,8 @@ func (a *analysis) strategy(opts Options) (strategy, error) {
 // the count of passes and why.
 func (a *analysis) restart(why string) {
 	a.forest = newForest()
-	a.checks = newCheckRows(a.budget)
-	if a.predict {
-		a.late = newLateTracker()
-	}
+	a.checks = a.newCheckRows()
+	a.late = newLateTracker(a.static)
 	a.pairs, a.wins = nil, nil
 	a.stats = &Stats{Passes: a.stats.Passes, StreamFallback: why}
 }
@@ -269,8 +293,16 @@ func (a *analysis) count(c *trace.Batch) {
 	a.stats.Events += int64(n)
 	l := a.late
 	for i, op := range c.Op[:n] {
-		if l != nil && (!l.any || c.G[i] != l.last || abi.Op(op) == abi.OpFork) {
-			l.row(abi.Op(op), c.Time[i], c.G[i], c.Obj[i])
+		// The late goroutines' tracker: one compare and a store for a
+		// row of the goroutine of the previous row.
+		if o := abi.Op(op); !l.any || c.G[i] != l.last || o == abi.OpFork || o == abi.OpGo {
+			l.row(o, c.Time[i], c.G[i], c.Obj[i], c.Clock[i], c.Site[i])
+		} else if t := c.Time[i]; t > l.lastT {
+			l.lastT = t
+		}
+		if l.seen != nil {
+			s := c.Site[i]
+			l.seen[s&(1<<16-1)] = s
 		}
 		switch abi.Op(op) {
 		case abi.OpUse:
@@ -294,6 +326,12 @@ func (a *analysis) count(c *trace.Batch) {
 		case abi.OpFork:
 			a.stats.Forks++
 			a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
+		case abi.OpGo:
+			if validSite(c.Site[i]) {
+				a.stats.Gos++
+			} else {
+				a.stats.Malformed++
+			}
 		default:
 			a.stats.Malformed++
 		}
@@ -321,7 +359,22 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 		return nil, err
 	}
 	a.stats.PrunedType = a.dropAliased(opts.SlotTypes)
-	a.stats.Predicted = a.predictPairs(opts.Sites)
+	a.stats.Unstarted = a.late.unstarted()
+	if a.predict {
+		lates := a.late.lates(a.static)
+		var scope map[uint32]int
+		if a.static {
+			r := &cachedReach{r: opts.Reach}
+			a.stats.Static, a.stats.StaticLeft = a.staticPairs(opts.Sites, lates, r, opts.Known)
+			scope = r.Test(meta.Test)
+			// A goroutine whose go statement's reach is known has its
+			// static pairs; predicted partners are for the others.
+			lates = slices.DeleteFunc(lates, func(lg lateG) bool {
+				return lg.site != 0 && r.Go(lg.site) != nil
+			})
+		}
+		a.stats.Predicted = a.predictPairs(opts.Sites, lates, scope)
+	}
 	a.late = nil
 	a.checkPairs()
 	plan := a.buildPlan(params, meta, opts)
@@ -558,10 +611,13 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 	return plans.New(params, prov, pairs)
 }
 
-// fromOf is the origin a pair of this analysis gets: predicted, or the
-// trace's (empty).
+// fromOf is the origin a pair of this analysis gets: static, predicted,
+// or the trace's (empty).
 func fromOf(agg *pairAgg) string {
-	if agg.predicted {
+	switch {
+	case agg.static:
+		return plans.FromStatic
+	case agg.predicted:
 		return plans.FromPredicted
 	}
 	return ""

@@ -43,9 +43,12 @@ type checkRow struct {
 type checkRows struct {
 	checks   []checkRow
 	disposes [][]checkRow // chunks of dispChunk
-	ndisp    int
-	limit    int
-	dropped  int64
+	// inits, kept only for static pairs (keepInits), like disposes
+	inits     [][]checkRow
+	keepInits bool
+	ndisp     int // dispose and init rows
+	limit     int
+	dropped   int64
 }
 
 // gTime is a dispose row as disposedIn needs it.
@@ -70,7 +73,7 @@ func (r *checkRows) batch(c *trace.Batch) {
 	n := c.Len()
 	for i, op := range c.Op[:n] {
 		op := abi.Op(op)
-		if (op != abi.OpCheck && op != abi.OpDispose) || !validSite(c.Site[i]) {
+		if (op != abi.OpCheck && op != abi.OpDispose && (op != abi.OpInit || !r.keepInits)) || !validSite(c.Site[i]) {
 			continue
 		}
 		if len(r.checks)+r.ndisp >= r.limit {
@@ -78,18 +81,29 @@ func (r *checkRows) batch(c *trace.Batch) {
 			continue
 		}
 		row := checkRow{t: c.Time[i], g: c.G[i], obj: c.Obj[i], clock: c.Clock[i], site: c.Site[i]}
-		if op == abi.OpCheck {
+		switch op {
+		case abi.OpCheck:
 			r.checks = append(r.checks, row)
-			continue
+		case abi.OpDispose:
+			r.disposes = appendChunked(r.disposes, row)
+			r.ndisp++
+		default:
+			r.inits = appendChunked(r.inits, row)
+			r.ndisp++
 		}
-		k := len(r.disposes) - 1
-		if k < 0 || len(r.disposes[k]) == cap(r.disposes[k]) {
-			r.disposes = append(r.disposes, make([]checkRow, 0, dispChunk))
-			k++
-		}
-		r.disposes[k] = append(r.disposes[k], row)
-		r.ndisp++
 	}
+}
+
+// appendChunked appends row to the last chunk, starting a new one when
+// it is full.
+func appendChunked(chunks [][]checkRow, row checkRow) [][]checkRow {
+	k := len(chunks) - 1
+	if k < 0 || len(chunks[k]) == cap(chunks[k]) {
+		chunks = append(chunks, make([]checkRow, 0, dispChunk))
+		k++
+	}
+	chunks[k] = append(chunks[k], row)
+	return chunks
 }
 
 // checkPairs adds the check-then-act pairs to a.pairs (after the

@@ -58,8 +58,9 @@ type pairAgg struct {
 	winID int32
 	winG  uint64
 	// predicted: the pair was predicted for a late goroutine
-	// (predict.go), not seen in the trace
-	predicted bool
+	// (predict.go), not seen in the trace; static: it pairs a site a
+	// late goroutine may reach with an access of the trace (static.go)
+	predicted, static bool
 }
 
 type gWindows struct {

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"math"
 	"path"
 	"slices"
 
@@ -14,13 +15,17 @@ import (
 // test ended, the trace holds one side of the pair and the plan none.
 //
 // Rule. A late goroutine is a child whose fork row (written when the
-// child starts) is its only trace: it never reached an instrumented
-// access. For each dispose row d (τd, goroutine gd, site ℓd) with
-// 0 ≤ τd − τf < δ after the fork row (τf) of a late child c, concurrent
-// with c by fork order, and for each use site ℓu of the site table with
-// the same field key as ℓd (the slot expression's last selector and, when
-// both are known, the static slot type; see SiteInfo) that has no
-// candidate pair with ℓd yet, the pair (ℓu → ℓd) of kind use-after-dispose
+// child starts) is its only trace — it never reached an instrumented
+// access — or the child of a go row without a fork row: it never ran (τf
+// is then the go row's time). Goroutines whose go statement has a static
+// reach get static pairs instead (static.go). For each dispose row d
+// (τd, goroutine gd, site ℓd) with 0 ≤ τd − τf < δ after τf of a late
+// child c, concurrent with c by fork order, and for each use site ℓu of
+// the site table that the test may reach (every use site when the reach
+// does not know the test) with the same field key as ℓd (the slot
+// expression's last selector and, when both are known, the static slot
+// type; see SiteInfo) that has no candidate pair with ℓd yet, the pair
+// (ℓu → ℓd) of kind use-after-dispose
 // is predicted: gap τd − τf (the latest the late goroutine's use could
 // have come before the dispose, so that α × gap delays ℓu past ℓd), the
 // interference window [τf − δ, τd] of gd. At most maxPredicted pairs per
@@ -90,58 +95,188 @@ func sameField(a, b SiteInfo) bool {
 	return a.Dir == b.Dir
 }
 
-// forkRow is a fork row kept for prediction: parent started child at τ.
+// forkRow is a fork row kept for prediction: parent started child at τ
+// (the child's adoption), the parent's counter then being clock.
 type forkRow struct {
 	t      int64
 	child  uint64
 	parent uint64
+	clock  uint32
 }
 
-// lateTracker collects, during pass 1, the fork rows and the goroutines
-// that have rows of their own.
+// goRow is a go row: parent executed the go statement at site at τ, its
+// counter then being clock.
+type goRow struct {
+	t      int64
+	parent uint64
+	clock  uint32
+	site   uint32
+}
+
+// lateTracker collects, during pass 1, the fork and go rows, the
+// goroutines that have rows of their own with the time of their last
+// row, and (for static pairs) which sites the trace shows.
 type lateTracker struct {
 	forks []forkRow
-	ran   map[uint64]struct{}
-	last  uint64 // the goroutine of the last row added to ran
+	gos   []goRow
+	ran   map[uint64]int64 // goroutine -> time of its last row
+	last  uint64           // the goroutine of the latest rows
+	lastT int64            // the time of its latest row
 	any   bool
+	// seen: the sites of access and check rows, direct-mapped by id
+	// (a collision forgets a site: it only ranks static pairs).
+	seen *[1 << 16]uint32
 }
 
-func newLateTracker() *lateTracker { return &lateTracker{ran: make(map[uint64]struct{})} }
-
-// row notes a row of goroutine g (op) at τ; child is the fork row's child.
-func (l *lateTracker) row(op abi.Op, t int64, g, child uint64) {
-	if op == abi.OpFork {
-		l.forks = append(l.forks, forkRow{t: t, child: child, parent: g})
+func newLateTracker(sites bool) *lateTracker {
+	l := &lateTracker{ran: make(map[uint64]int64)}
+	if sites {
+		l.seen = new([1 << 16]uint32)
 	}
-	// A fork row says its parent ran; any other row that its own
-	// goroutine ran. Rows come in runs of one goroutine: one compare
-	// for most rows.
+	return l
+}
+
+// row notes a row of goroutine g (op) at τ; obj is a fork row's child.
+// Rows come in runs of one goroutine: the caller handles a row of the
+// goroutine of the previous row with l.lastT = max(l.lastT, τ), and calls
+// row for the others and for fork and go rows.
+func (l *lateTracker) row(op abi.Op, t int64, g, obj uint64, clock, site uint32) {
+	switch op {
+	case abi.OpFork:
+		l.forks = append(l.forks, forkRow{t: t, child: obj, parent: g, clock: clock})
+		// A fork row says its parent ran (its time is the child's).
+		if _, ok := l.ran[g]; !ok {
+			l.ran[g] = math.MinInt64
+		}
+		return
+	case abi.OpGo:
+		l.gos = append(l.gos, goRow{t: t, parent: g, clock: clock, site: site})
+	}
 	if l.any && g == l.last {
+		l.lastT = max(l.lastT, t)
 		return
 	}
-	l.ran[g] = struct{}{}
-	l.last, l.any = g, true
+	if l.any {
+		l.ran[l.last] = max(l.ran[l.last], l.lastT)
+	}
+	if old, ok := l.ran[g]; ok {
+		t = max(old, t)
+	}
+	l.ran[g] = t
+	l.last, l.lastT, l.any = g, t, true
 }
 
-// late returns the fork rows of children with no row of their own.
-func (l *lateTracker) late() []forkRow {
-	var out []forkRow
+// flush ends pass 1: the last goroutine's time goes into ran.
+func (l *lateTracker) flush() {
+	if l.any {
+		l.ran[l.last] = max(l.ran[l.last], l.lastT)
+	}
+}
+
+// reached reports whether the trace showed a row at site (false
+// negatives on collisions).
+func (l *lateTracker) reached(site uint32) bool {
+	return l.seen != nil && l.seen[site&(1<<16-1)] == site
+}
+
+// How a goroutine was late (lateG.how), in the order static pairs rank
+// them.
+const (
+	neverRan = iota // a go row without a fork row
+	noAccess        // a fork row and no row of its own
+	ranShort        // rows of its own; the go statement's other paths were not taken
+)
+
+// lateG is a goroutine that was late in the run: it never ran, ran but
+// reached no access, or ran (only for static pairs: the sites its go
+// statement may reach and it did not). At is the latest time it could
+// still have made a missing access: its go row, its fork row, its last
+// row; from the time since which it was alive.
+type lateG struct {
+	at   int64
+	from int64 // its go row's or fork row's time: alive since
+
+	child  uint64 // 0: never ran
+	parent uint64
+	clock  uint32 // the parent's counter at the fork
+	site   uint32 // its go statement, 0 when unknown (a callback)
+	how    int
+}
+
+// lates returns the late goroutines: the go rows without a fork row, the
+// children (of fork rows) with no row of their own, and, when short is
+// set, the children of go statements that ran.
+func (l *lateTracker) lates(short bool) []lateG {
+	l.flush()
+	type pk struct {
+		g uint64
+		c uint32
+	}
+	goAt := make(map[pk]int, len(l.gos))
+	for i, g := range l.gos {
+		goAt[pk{g.parent, g.clock}] = i
+	}
+	forked := make(map[pk]bool, len(l.forks))
+	var out []lateG
 	for _, f := range l.forks {
-		if _, ok := l.ran[f.child]; !ok {
-			out = append(out, f)
+		k := pk{f.parent, f.clock}
+		forked[k] = true
+		var site uint32
+		from := f.t
+		if i, ok := goAt[k]; ok {
+			site, from = l.gos[i].site, min(from, l.gos[i].t)
+		}
+		last, ran := l.ran[f.child]
+		switch {
+		case !ran:
+			out = append(out, lateG{at: f.t, from: from, child: f.child, parent: f.parent, clock: f.clock, site: site, how: noAccess})
+		case short && site != 0:
+			out = append(out, lateG{at: max(last, f.t), from: from, child: f.child, parent: f.parent, clock: f.clock, site: site, how: ranShort})
+		}
+	}
+	for _, g := range l.gos {
+		if !forked[pk{g.parent, g.clock}] {
+			out = append(out, lateG{at: g.t, from: g.t, parent: g.parent, clock: g.clock, site: g.site, how: neverRan})
 		}
 	}
 	return out
 }
 
+// unstarted counts the go rows without a fork row.
+func (l *lateTracker) unstarted() int {
+	type pk struct {
+		g uint64
+		c uint32
+	}
+	forked := make(map[pk]bool, len(l.forks))
+	for _, f := range l.forks {
+		forked[pk{f.parent, f.clock}] = true
+	}
+	n := 0
+	for _, g := range l.gos {
+		if !forked[pk{g.parent, g.clock}] {
+			n++
+		}
+	}
+	return n
+}
+
 // predictPairs adds the predicted pairs to a.pairs (after the strategy's
-// pairs and before the check-then-act pass, which consumes the dispose
-// rows), and returns how many it added.
-func (a *analysis) predictPairs(info map[uint32]SiteInfo) int {
-	if len(info) == 0 || a.late == nil || a.checks == nil || len(a.checks.disposes) == 0 {
+// and the static pairs, and before the check-then-act pass, which
+// consumes the dispose rows), and returns how many it added. The late
+// goroutines are those that never ran and those that reached no access;
+// the use sites are those of scope when it is not nil (the sites the
+// test may reach), else every use site of the table.
+func (a *analysis) predictPairs(info map[uint32]SiteInfo, lates []lateG, scope map[uint32]int) int {
+	if len(info) == 0 || a.checks == nil || len(a.checks.disposes) == 0 {
 		return 0
 	}
-	late := a.late.late()
+	var late []lateG
+	for _, lg := range lates {
+		if lg.how != ranShort {
+			late = append(late, lg)
+		}
+	}
 	if len(late) == 0 {
 		return 0
 	}
@@ -152,21 +287,27 @@ func (a *analysis) predictPairs(info map[uint32]SiteInfo) int {
 	}
 	var uses []useSite
 	for id, si := range info {
-		if useKind(si.Kind) && si.Field != "" {
+		if _, ok := scope[id]; (ok || scope == nil) && useKind(si.Kind) && si.Field != "" {
 			uses = append(uses, useSite{id, si})
 		}
 	}
 	slices.SortFunc(uses, func(x, y useSite) int { return int(x.id) - int(y.id) })
 	p := newPairer(a.delta, a.forest.f)
-	p.noFork = a.noFork
+	p.noFork = true // lateConcurrent decides
 	added := map[pairKey]bool{}
 	for _, d := range slices.Concat(a.checks.disposes...) {
 		ds, ok := info[d.site]
 		if !ok || ds.Field == "" {
 			continue
 		}
-		for _, f := range late {
-			if f.child == d.g || !inWindow(f.t, d.t, a.delta) {
+		for i, f := range late {
+			// A goroutine that never ran has no id: a stand-in that no
+			// row has.
+			g1 := f.child
+			if g1 == 0 {
+				g1 = math.MaxUint64 - uint64(i)
+			}
+			if g1 == d.g || !inWindow(f.at, d.t, a.delta) || !a.lateConcurrent(f, d.g, d.clock) {
 				continue
 			}
 			for _, u := range uses {
@@ -175,15 +316,13 @@ func (a *analysis) predictPairs(info map[uint32]SiteInfo) int {
 				}
 				k := pairKey{u.id, d.site, abi.OpUse}
 				if _, ok := a.pairs[k]; ok && !added[k] {
-					continue // the trace saw this pair
+					continue // the trace saw this pair, or it is static
 				}
 				if !added[k] && len(added) >= maxPredicted {
 					continue
 				}
 				before := p.instances
-				// The late child's first event (its counter starts at 1)
-				// stands for its use.
-				p.instance(k, d.obj, f.t, f.child, 1, d.t, d.g, d.clock)
+				p.instance(k, d.obj, f.at, g1, 1, d.t, d.g, d.clock)
 				if p.instances > before {
 					added[k] = true
 				}

@@ -180,8 +180,30 @@ func event(m uint32, site uint32, slot unsafe.Pointer, op abi.Op) {
 	}
 }
 
-// Fork is the parent side of an instrumented go statement; see lcc.Fork.
+// Fork is the parent side of a func value handed to another package (a
+// callback); see lcc.Fork.
 func Fork() lcc.Token { return lcc.Fork() }
+
+// Go is the parent side of an instrumented go statement at site: Fork,
+// and while recording the go row (record.AddGo), written whether or not
+// the child ever runs. Off, it costs what Fork costs: a load and a branch.
+func Go(site uint32) lcc.Token {
+	if mode.Load() == 0 {
+		return lcc.Token{}
+	}
+	return goFork(site)
+}
+
+// goFork is Go's out-of-line part.
+//
+//go:noinline
+func goFork(site uint32) lcc.Token {
+	t := lcc.Fork()
+	if m := mode.Load(); t.Parent != 0 && (m == uint32(ModeRecord) || m == uint32(ModeDetectRecord)) {
+		record.AddGo(site, t)
+	}
+	return t
+}
 
 // Adopt is the first thing the child of an instrumented go statement does.
 // While recording it writes the fork row (record.AddFork).

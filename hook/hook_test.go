@@ -139,6 +139,52 @@ func TestAdoptCallback(t *testing.T) {
 	}
 }
 
+// TestGoRow checks that a go statement's hook writes the go row in the
+// parent when the statement runs, with the clock the child's fork row
+// carries, and that a child that never adopts leaves the go row alone.
+func TestGoRow(t *testing.T) {
+	path := start(t, "")
+	parent := lcc.Goid()
+	ran := Go(11)
+	var child uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Adopt(ran)
+		child = lcc.Goid()
+	}()
+	<-done
+	never := Go(12) // a child that never runs before the recording ends
+	Finish()
+	if ran.Parent != parent || never.Parent != parent || never.Clock != ran.Clock+1 {
+		t.Fatalf("tokens %+v, %+v of parent %d", ran, never, parent)
+	}
+	var gos, forks []abi.RawEvent
+	for _, e := range readSpill(t, path) {
+		e.Time = 0
+		switch e.Op {
+		case abi.OpGo:
+			gos = append(gos, e)
+		case abi.OpFork:
+			forks = append(forks, e)
+		}
+	}
+	want := []abi.RawEvent{
+		{G: parent, Clock: ran.Clock, Site: 11, Op: abi.OpGo},
+		{G: parent, Clock: never.Clock, Site: 12, Op: abi.OpGo},
+	}
+	if len(gos) != 2 || gos[0] != want[0] || gos[1] != want[1] {
+		t.Fatalf("go rows %+v, want %+v", gos, want)
+	}
+	if len(forks) != 1 || forks[0].G != parent || forks[0].Clock != ran.Clock || forks[0].Obj != child {
+		t.Fatalf("fork rows %+v: want one of child %d matching the first go row", forks, child)
+	}
+	// Off: no token, no row.
+	if tok := Go(13); tok != (lcc.Token{}) {
+		t.Fatalf("Go with the hooks off = %+v", tok)
+	}
+}
+
 func TestSetupErrors(t *testing.T) {
 	if err := setupRecord("bogus", ""); err == nil || !strings.Contains(err.Error(), `WAFL_MODE="bogus"`) {
 		t.Fatalf("setupRecord(bogus): %v", err)
@@ -160,11 +206,12 @@ func TestHooksNoAllocs(t *testing.T) {
 		Use(2, p)
 		Store(3, p, true)
 		Adopt(Fork())
+		Adopt(Go(4))
 	}); n != 0 {
 		t.Fatalf("recording hooks allocate %v times per run, want 0", n)
 	}
 	Finish()
-	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()); AdoptCallback(Fork()) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { Use(1, p); Adopt(Fork()); Adopt(Go(4)); AdoptCallback(Fork()) }); n != 0 {
 		t.Fatalf("hooks off allocate %v times per run, want 0", n)
 	}
 }
@@ -241,6 +288,13 @@ func BenchmarkForkAdoptOff(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Adopt(Fork())
+	}
+}
+
+func BenchmarkGoAdoptOff(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Adopt(Go(1))
 	}
 }
 

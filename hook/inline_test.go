@@ -26,7 +26,7 @@ func TestHooksInline(t *testing.T) {
 			t.Errorf("a hook leaks its %s parameter; compiler said:\n%s", param, out)
 		}
 	}
-	for _, fn := range []string{"Init", "Dispose", "Store", "Use", "Deref", "Check", "Close", "Send", "Fork", "Adopt", "CurrentMode"} {
+	for _, fn := range []string{"Init", "Dispose", "Store", "Use", "Deref", "Check", "Close", "Send", "Fork", "Go", "Adopt", "CurrentMode"} {
 		if !strings.Contains(string(out), "can inline "+fn+"\n") && !strings.Contains(string(out), "can inline "+fn+" with") {
 			t.Errorf("hook %s is not inlinable; compiler said:\n%s", fn, out)
 		}

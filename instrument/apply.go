@@ -48,7 +48,7 @@ const (
 	hWGDone       = "_waflWGDone"
 	hWGWait       = "_waflWGWait"
 	hWGGo         = "_waflWGGo"
-	hFork         = "_waflFork"
+	hGo           = "_waflGo"
 	hAdopt        = "_waflAdopt"
 	hToken        = "_waflToken"
 	hExit         = "_waflExit"
@@ -249,8 +249,10 @@ func (ap *applier) tuple(act action, a *ast.AssignStmt, n *dst.AssignStmt) dst.S
 
 // goStmt gives the new goroutine its parent's context.
 //
-//	go func(a A) { body }(x)  ->  go func(_wafl_t _waflToken, a A) { _waflAdopt(_wafl_t); body }(_waflFork(), x)
-//	go f(x, y)                ->  { _wafl_v1, _wafl_v2 := f, x ...; go func(_wafl_t _waflToken) { _waflAdopt(_wafl_t); _wafl_v1(_wafl_v2...) }(_waflFork()) }
+//	go func(a A) { body }(x)  ->  go func(_wafl_t _waflToken, a A) { _waflAdopt(_wafl_t); body }(_waflGo(id), x)
+//	go f(x, y)                ->  { _wafl_v1, _wafl_v2 := f, x ...; go func(_wafl_t _waflToken) { _waflAdopt(_wafl_t); _wafl_v1(_wafl_v2...) }(_waflGo(id)) }
+//
+// id is the go statement's site: the parent records a go row there.
 func (ap *applier) goStmt(act action, a *ast.GoStmt, n *dst.GoStmt) dst.Stmt {
 	tokField := &dst.Field{Names: []*dst.Ident{dst.NewIdent(tokenVar)}, Type: dst.NewIdent(hToken)}
 	adopt := &dst.ExprStmt{X: call(hAdopt, dst.NewIdent(tokenVar))}
@@ -263,7 +265,7 @@ func (ap *applier) goStmt(act action, a *ast.GoStmt, n *dst.GoStmt) dst.Stmt {
 		}
 		params.List = append([]*dst.Field{tokField}, params.List...)
 		lit.Body.List = append([]dst.Stmt{adopt}, lit.Body.List...)
-		n.Call.Args = append([]dst.Expr{call(hFork)}, n.Call.Args...)
+		n.Call.Args = append([]dst.Expr{call(hGo, siteLit(act.site))}, n.Call.Args...)
 		return n
 	}
 	var names, vals []dst.Expr
@@ -289,7 +291,7 @@ func (ap *applier) goStmt(act action, a *ast.GoStmt, n *dst.GoStmt) dst.Stmt {
 		Type: &dst.FuncType{Func: true, Params: &dst.FieldList{List: []*dst.Field{tokField}}},
 		Body: &dst.BlockStmt{List: []dst.Stmt{adopt, &dst.ExprStmt{X: inner}}},
 	}
-	g := &dst.GoStmt{Call: &dst.CallExpr{Fun: lit, Args: []dst.Expr{call(hFork)}}}
+	g := &dst.GoStmt{Call: &dst.CallExpr{Fun: lit, Args: []dst.Expr{call(hGo, siteLit(act.site))}}}
 	if len(names) == 0 {
 		g.Decs = n.Decs
 		return g

@@ -634,7 +634,7 @@ func inStmtList(parent ast.Node) bool {
 // argument to keep its type in a temporary.
 func (c *collector) goStmt(n *ast.GoStmt) {
 	if _, ok := ast.Unparen(n.Call.Fun).(*ast.FuncLit); ok {
-		c.ed.add(n, action{kind: actGo})
+		c.ed.add(n, action{kind: actGo, site: c.goSite(n)})
 		return
 	}
 	if id, ok := ast.Unparen(n.Call.Fun).(*ast.Ident); ok {
@@ -656,5 +656,19 @@ func (c *collector) goStmt(n *ast.GoStmt) {
 		}
 		act.copyArgs = append(act.copyArgs, !constant)
 	}
+	act.site = c.goSite(n)
 	c.ed.add(n, act)
+}
+
+// goSite allocates the site of a go statement (kind "go", at the go
+// keyword): the parent records a go row there when the statement runs.
+// Expr is the started function's text, "func literal" for a literal.
+func (c *collector) goSite(n *ast.GoStmt) uint32 {
+	pos := c.fset.Position(n.Pos())
+	expr := "func literal"
+	if _, ok := ast.Unparen(n.Call.Fun).(*ast.FuncLit); !ok {
+		expr = exprString(c.fset, n.Call.Fun)
+	}
+	c.ed.numSites++
+	return c.alloc.add(sites.Site{Kind: "go", File: pos.Filename, Line: pos.Line, Col: pos.Column, Expr: expr, Func: c.funcName()})
 }

@@ -79,7 +79,7 @@ func TestGolden(t *testing.T) {
 	for i, s := range allSites {
 		ordinal[strconv.FormatUint(uint64(s.ID), 10)] = strconv.Itoa(i + 1)
 	}
-	siteArg := regexp.MustCompile(`(_wafl[A-Za-z]+\()([0-9]+)(,)`)
+	siteArg := regexp.MustCompile(`(_wafl[A-Za-z]+\()([0-9]+)([,)])`)
 	denseIDs := func(src []byte) []byte {
 		return siteArg.ReplaceAllFunc(src, func(m []byte) []byte {
 			sm := siteArg.FindSubmatch(m)

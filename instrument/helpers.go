@@ -23,7 +23,7 @@ const lccImport = "github.com/memorder/wafl/lcc"
 // short-circuits and the statement's line. They are tiny and inlined by the
 // compiler: an inlined check of hook.CurrentMode() and, when the hooks
 // are on, an out-of-line call that makes exactly the runtime call of the
-// ABI: Init/Dispose/Store/Use(site, unsafe.Pointer(slot)); Fork, Adopt,
+// ABI: Init/Dispose/Store/Use(site, unsafe.Pointer(slot)); Go, Fork, Adopt,
 // Exit and Finish are called directly. The runtime is imported under names user code cannot shadow; the
 // helpers' own names start with _wafl, which no Go code uses by convention.
 func helperSource(pkgName string) []byte {
@@ -310,7 +310,7 @@ func _waflCtxAB[A, B any](f func(A, B)) func(A, B) {
 	return func(a A, b B) { _wafl.AdoptCallback(t); f(a, b) }
 }
 
-func _waflFork() _waflToken { return _wafl.Fork() }
+func _waflGo(site uint32) _waflToken { return _wafl.Go(site) }
 
 func _waflAdopt(t _waflToken) { _wafl.Adopt(t) }
 

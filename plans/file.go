@@ -425,6 +425,12 @@ func (p *Plan) SetForks(n int64) {
 	p.Provenance.Forks = &n
 }
 
+// SetStaticLeft records how many static candidate pairs the analysis
+// left out of the plan by its cap (Provenance.StaticLeft).
+func (p *Plan) SetStaticLeft(n int) {
+	p.Provenance.StaticLeft = n
+}
+
 // MovePaths rewrites the file paths the provenance records (Binary, Sites
 // and Trace) with move, for a plan whose files moved.
 func (p *Plan) MovePaths(move func(string) string) {

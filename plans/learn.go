@@ -84,12 +84,12 @@ func (p *Plan) AddNew(fresh *Plan, limit int) int {
 }
 
 // MarkFrom sets the origin (Pair.From) of every pair of p to from, except
-// the predicted pairs', which keep FromPredicted whichever run's trace
-// they came from.
+// the predicted and static pairs', which keep their mark whichever run's
+// trace they came from.
 func (p *Plan) MarkFrom(from string) {
 	for i := range p.Locations {
 		for k := range p.Locations[i].Pairs {
-			if pr := &p.Locations[i].Pairs[k]; pr.From != FromPredicted {
+			if pr := &p.Locations[i].Pairs[k]; !Guessed(pr.From) {
 				pr.From = from
 			}
 		}
@@ -141,8 +141,24 @@ func (p *Plan) CountDetectRecord() {
 // Provenance.DetectCandidates. It returns how many it added.
 func (p *Plan) AddDetected(fresh *Plan) int {
 	fresh.MarkFrom(FromDetect)
+	static := p.staticCount()
 	n := p.AddNew(fresh, MaxDetectCandidates)
 	p.Provenance.DetectCandidates += n
+	// Static pairs the analysis had left out by its cap, now in.
+	p.Provenance.StaticLeft = max(p.Provenance.StaticLeft-(p.staticCount()-static), 0)
+	return n
+}
+
+// staticCount is the number of static candidate pairs of p.
+func (p *Plan) staticCount() int {
+	n := 0
+	for i := range p.Locations {
+		for _, pr := range p.Locations[i].Pairs {
+			if pr.From == FromStatic {
+				n++
+			}
+		}
+	}
 	return n
 }
 

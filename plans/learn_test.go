@@ -133,4 +133,45 @@ func TestAddDetected(t *testing.T) {
 	if l := p.Location(7); len(l.Pairs) != 2 || l.Pairs[1].From != FromDetect || l.Pairs[0].From != "" {
 		t.Errorf("location 7: %+v", l.Pairs)
 	}
+	// A static pair the first analysis left out by its cap comes in:
+	// one fewer left, and it keeps its mark.
+	p.SetStaticLeft(3)
+	fresh = samplePlan()
+	fresh.Locations[1].Pairs = append(fresh.Locations[1].Pairs, Pair{Kind: UseAfterDispose, First: 7, Second: 12, Count: 1, From: FromStatic})
+	if n := p.AddDetected(fresh); n != 1 || p.Provenance.StaticLeft != 2 {
+		t.Fatalf("added %d, static left %d; want 1, 2", n, p.Provenance.StaticLeft)
+	}
+	if l := p.Location(7); l.Pairs[len(l.Pairs)-1].From != FromStatic {
+		t.Errorf("location 7: %+v", l.Pairs)
+	}
+}
+
+// TestAwaitInVainDecaysGuessedPair: a dispose that waited for the
+// goroutine of a static pair that never came decays that pair's location
+// (it is never delayed, so no delay would); a pair the trace saw, or a
+// location delayed in the run, is left to the ordinary rule.
+func TestAwaitInVainDecaysGuessedPair(t *testing.T) {
+	p := samplePlan()
+	p.Locations[1].Pairs[0].From = FromStatic // 7 → 8
+	p.ApplyRun(RunOutcome{Awaited: []uint32{8, 5}})
+	if got, want := p.Location(7).Prob, Decayed(1, p.Params.Decay); got != want {
+		t.Errorf("static location after an await in vain: P %v, want %v", got, want)
+	}
+	if p.Location(3).Prob != 1 {
+		t.Errorf("a location of trace pairs decayed: %v", p.Location(3).Prob)
+	}
+	// Delayed in the run: its goroutine came; one decay, the delay's.
+	q := samplePlan()
+	q.Locations[1].Pairs[0].From = FromStatic
+	q.ApplyRun(RunOutcome{Awaited: []uint32{8}, Delays: []RunDelay{{Site: 7, Ended: true}}})
+	if got, want := q.Location(7).Prob, Decayed(1, q.Params.Decay); got != want {
+		t.Errorf("delayed static location: P %v, want %v", got, want)
+	}
+	// Without decay (ablation) nothing changes.
+	r := samplePlan()
+	r.Locations[1].Pairs[0].From = FromPredicted
+	r.ApplyRun(RunOutcome{Awaited: []uint32{8}, NoDecay: true})
+	if r.Location(7).Prob != 1 {
+		t.Errorf("decay ablated: P %v", r.Location(7).Prob)
+	}
 }

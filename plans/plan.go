@@ -82,12 +82,17 @@ type Provenance struct {
 	// added to the plan (AddNew; Pair.From "detect").
 	DetectRecorded   int `json:"detect_recorded,omitempty"`
 	DetectCandidates int `json:"detect_candidates,omitempty"`
-	// Forks counts the fork rows of the trace (goroutines the test's
-	// instrumented code started; the test goroutine's own adoption of
-	// TestMain's fork token is not counted); nil in plans written before it existed.
+	// Forks counts the goroutines the test's instrumented code started:
+	// the fork rows of the trace (the test goroutine's own adoption of
+	// TestMain's fork token is not counted) and the go rows of goroutines
+	// that never ran; nil in plans written before it existed.
 	// A plan without candidates whose trace has no fork cannot have lost
 	// a pair to a late goroutine, so detect does not re-learn it.
 	Forks *int64 `json:"forks,omitempty"`
+	// StaticLeft counts the static candidate pairs the analysis ranked
+	// below its cap per test and left out of the plan
+	// (analyze/static.go).
+	StaticLeft int `json:"static_left,omitempty"`
 	// Basic is set for a plan of basic mode (--ablate basic, the thesis's
 	// WAFLBASIC): no preparation run made it; detection runs add the
 	// candidate pairs they find online (Plan.AddTrap).
@@ -108,14 +113,21 @@ const (
 
 // Origins of a pair (Pair.From): the preparation run (empty), a
 // recording run of detect for a plan without candidates, a detection run
-// that also recorded, or a prediction for a goroutine that was late in the
-// run that was analyzed (analyze/predict.go; it keeps this mark whichever
-// run's trace it came from).
+// that also recorded, a prediction for a goroutine that was late in the
+// run that was analyzed (analyze/predict.go), or a static candidate: a
+// site the goroutine of a go statement may reach, paired with an access
+// the trace shows in another goroutine (analyze/static.go). Predicted and
+// static pairs keep their mark whichever run's trace they came from.
 const (
 	FromLearn     = "learn"
 	FromDetect    = "detect"
 	FromPredicted = "predicted"
+	FromStatic    = "static"
 )
+
+// Guessed reports whether a pair of origin from was not seen in a trace
+// but guessed: predicted or static.
+func Guessed(from string) bool { return from == FromPredicted || from == FromStatic }
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string
@@ -179,8 +191,8 @@ type Pair struct {
 	// the reason ("hb-inference", "bug-found").
 	Pruned string `json:"pruned,omitempty"`
 	// From says which run's trace the pair came from when it was not the
-	// preparation run's: FromLearn or FromDetect, or FromPredicted for a
-	// pair the analysis predicted instead of seeing it.
+	// preparation run's: FromLearn or FromDetect, or FromPredicted or
+	// FromStatic for a pair the analysis guessed instead of seeing it.
 	From string `json:"from,omitempty"`
 }
 

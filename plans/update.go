@@ -30,6 +30,9 @@ type RunOutcome struct {
 	// Traps are the candidate pairs a basic-mode run found online
 	// (AddTrap); ApplyRun adds them before anything else.
 	Traps []Trap
+	// Awaited are the dispose sites that waited for a late partner
+	// (inject's awaitLate) in the run.
+	Awaited []uint32
 	// Bug is the bug the run exposed, nil if none. Failing is the pair's
 	// ℓ2 (for a reordered use-before-init, not the later site that
 	// panicked): the plan keys a bug by its pair.
@@ -105,6 +108,7 @@ func (p *Plan) ApplyRun(o RunOutcome) {
 			p.Decay(d.Site, p.Params.Decay)
 		}
 	}
+	p.decayAwaitedInVain(o)
 	for _, pr := range o.Pruned {
 		p.PrunePair(pr.First, pr.Second, PrunedHB)
 	}
@@ -114,6 +118,37 @@ func (p *Plan) ApplyRun(o RunOutcome) {
 	p.Runs = append(p.Runs, o.Run)
 	if o.Bug != nil {
 		p.AddBug(*o.Bug)
+	}
+}
+
+// decayAwaitedInVain decays the locations of guessed pairs (predicted or
+// static) whose partner's dispose waited for them in the run and that
+// were not delayed: their goroutine never came. Such a location is never
+// delayed, so no delay decays it; without this, its partner would wait in
+// every run.
+func (p *Plan) decayAwaitedInVain(o RunOutcome) {
+	if len(o.Awaited) == 0 || o.NoDecay {
+		return
+	}
+	delayed := map[uint32]bool{}
+	for _, d := range o.Delays {
+		delayed[d.Site] = true
+	}
+	decayed := map[uint32]bool{}
+	for _, site := range o.Awaited {
+		for i := range p.Locations {
+			l := &p.Locations[i]
+			if delayed[l.Site] || decayed[l.Site] {
+				continue
+			}
+			for _, pr := range l.Pairs {
+				if pr.Second == site && pr.Kind == UseAfterDispose && pr.Pruned == "" && Guessed(pr.From) {
+					p.Decay(l.Site, p.Params.Decay)
+					decayed[l.Site] = true
+					break
+				}
+			}
+		}
 	}
 }
 

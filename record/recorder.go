@@ -172,6 +172,17 @@ func AddFork(e lcc.Edge) {
 	}
 }
 
+// AddGo records the go row of a go statement at site that the calling
+// goroutine (the parent) executes with token t (g = parent, clock = the
+// parent's counter at the fork, the clock the child's fork row carries;
+// obj 0). It is written in the parent's shard when the go statement runs,
+// so a child that never runs before the recording ends is still known.
+func AddGo(site uint32, t lcc.Token) {
+	if r := active.Load(); r != nil {
+		r.add(t.Parent, nanotime(), t.Parent, 0, t.Clock, site, abi.OpGo)
+	}
+}
+
 // Mark records a test boundary mark of the calling goroutine
 // (abi.OpTestBegin or abi.OpTestEnd) for the test with id; site is the
 // mark's argument (1: the test failed). A mark is flushed at once, with

@@ -52,6 +52,10 @@ type Result struct {
 	Sites int
 	// LoadTime, RewriteTime and BuildTime split the wall time of Build.
 	LoadTime, RewriteTime, BuildTime time.Duration
+	// ReachTime is the time the reach files took (SSA, call graph),
+	// mostly while the go command built; ReachWait the part of it after
+	// the build, which adds to the wall time.
+	ReachTime, ReachWait time.Duration
 }
 
 // Package is one package under test.
@@ -111,6 +115,9 @@ type builder struct {
 	log     io.Writer
 	env     []string
 	oldLang bool // the module's go line is older than instrument.MinLang
+	// loaded are the packages go/packages loaded with syntax (test
+	// variants included), for the reach files (reach.go)
+	loaded []*packages.Package
 }
 
 func newBuilder(cfg Config) (*builder, error) {
@@ -210,6 +217,9 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	}
 	res.RewriteTime = time.Since(t1)
 	res.Sites = len(alloc.Sites())
+	// The static reach of the tests and go statements is computed while
+	// the go command builds (reach.go).
+	rc := b.startReach(ctx, units, alloc.Sites())
 
 	t2 := time.Now()
 	if err := b.writeRuntime(); err != nil {
@@ -271,8 +281,10 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.BuildTime = time.Since(t2)
-	fmt.Fprintf(b.log, "wafl: load %v, rewrite %v, build %v (%d packages)\n",
-		res.LoadTime.Round(time.Millisecond), res.RewriteTime.Round(time.Millisecond), res.BuildTime.Round(time.Millisecond), len(todo))
+	res.ReachTime, res.ReachWait = b.writeReach(rc, units)
+	fmt.Fprintf(b.log, "wafl: load %v, rewrite %v, build %v, reach %v (%v after the build) (%d packages)\n",
+		res.LoadTime.Round(time.Millisecond), res.RewriteTime.Round(time.Millisecond), res.BuildTime.Round(time.Millisecond),
+		res.ReachTime.Round(time.Millisecond), res.ReachWait.Round(time.Millisecond), len(todo))
 	return res, nil
 }
 

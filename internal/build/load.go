@@ -63,6 +63,7 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		}
 		return u
 	}
+	b.loaded = pkgs
 	for _, p := range pkgs {
 		switch {
 		case strings.HasSuffix(p.PkgPath, ".test") && p.Name == "main" && p.ForTest == "":

@@ -134,6 +134,9 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	if err != nil {
 		return 0, "", err
 	}
+	if len(staticLocations(plan)) > 0 {
+		s.sum.add(func(s *Summary) { s.StaticPlans++; s.StaticLeftPlans += plan.Provenance.StaticLeft })
+	}
 	var failures []string
 	runs := 0
 	for k := 0; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
@@ -403,8 +406,33 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 			return nil, err
 		}
 	}
-	s.sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays })
+	tried := 0
+	if static := staticLocations(plan); len(static) > 0 && rr.Log != nil {
+		for _, d := range rr.Log.Delays {
+			if static[d.Site] {
+				tried++
+			}
+		}
+	}
+	s.sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays; s.StaticDelays += tried })
 	return rr, nil
+}
+
+// staticLocations returns the delay locations of plan that have a static
+// candidate pair (plans.FromStatic).
+func staticLocations(plan *plans.Plan) map[uint32]bool {
+	var m map[uint32]bool
+	for _, l := range plan.Locations {
+		for _, pr := range l.Pairs {
+			if pr.From == plans.FromStatic {
+				if m == nil {
+					m = map[uint32]bool{}
+				}
+				m[l.Site] = true
+			}
+		}
+	}
+	return m
 }
 
 // reportBase is the path, without extension, of a test's report files.

@@ -139,7 +139,7 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 			NoLoadScale: true,
 			NoForkOrder: o.Params.NoForkOrder,
 		}
-		fresh, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows)
+		fresh, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan)
 		if err != nil {
 			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
 		}

@@ -134,26 +134,40 @@ func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, 
 	if stats.Predicted > 0 {
 		more += fmt.Sprintf("; %d predicted for a late goroutine", stats.Predicted)
 	}
+	if stats.Static > 0 {
+		more += fmt.Sprintf("; %d static", stats.Static)
+		if stats.StaticLeft > 0 {
+			more += fmt.Sprintf(" (%d more left out)", stats.StaticLeft)
+		}
+	}
 	return fmt.Sprintf("%s, %s at %s (%s%s)", plural(int(stats.Events), "event", "events"),
 		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
 		d.Round(time.Millisecond), more), nil
 }
 
-// countPredicted adds an analysis's predicted pairs to the summary.
+// countPredicted adds an analysis's predicted and static pairs to the
+// summary.
 func countPredicted(s *session, stats *analyze.Stats) {
-	if stats == nil || stats.Predicted == 0 {
+	if stats == nil || stats.Predicted == 0 && stats.Static == 0 && stats.StaticLeft == 0 {
 		return
 	}
 	s.sum.add(func(s *Summary) {
-		s.Predicted += stats.Predicted
-		s.PredictedTests++
+		if stats.Predicted > 0 {
+			s.Predicted += stats.Predicted
+			s.PredictedTests++
+		}
+		if stats.Static > 0 || stats.StaticLeft > 0 {
+			s.Static += stats.Static
+			s.StaticLeft += stats.StaticLeft
+			s.StaticTests++
+		}
 	})
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
 func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test))
+	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,8 +182,9 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 
 // analyzeTrace converts the raw spill file raw of test j into the Arrow
 // trace arrows, removes raw and analyzes the trace into a plan, which it
-// returns without saving it.
-func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string) (*plans.Plan, *analyze.Stats, error) {
+// returns without saving it. known, if not nil, is the plan the result
+// will extend (analyze.Options.Known).
+func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
@@ -193,6 +208,8 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		BinaryHash:  j.pkg.hash,
 		SlotTypes:   slotTypes(j.pkg.Sites),
 		Sites:       siteInfos(j.pkg.Sites),
+		Reach:       reachOf(j.pkg.Sites),
+		Known:       knownPairs(known),
 	})
 	if ie := (*analyze.InternalError)(nil); errors.As(err, &ie) {
 		// A bug of wafl's: this test gets the report, the trace stays for
@@ -207,8 +224,10 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if stats != nil {
 		// One fork row of every trace is the test goroutine adopting
 		// TestMain's token (hook.AdoptTests: package init ordered before
-		// the test), not a goroutine the test started.
-		plan.SetForks(max(stats.Forks-1, 0))
+		// the test), not a goroutine the test started; a go row without
+		// a fork row is a goroutine the test started that never ran.
+		plan.SetForks(max(stats.Forks-1, 0) + int64(stats.Unstarted))
+		plan.SetStaticLeft(stats.StaticLeft)
 	}
 	return plan, stats, nil
 }
@@ -265,6 +284,20 @@ func scanRaw(raw string, fn func(abi.RawEvent)) error {
 		}
 	}
 	return r.Err()
+}
+
+// knownPairs answers analyze.Options.Known for plan (nil: nil).
+func knownPairs(plan *plans.Plan) func(first, second uint32) bool {
+	if plan == nil {
+		return nil
+	}
+	set := map[[2]uint32]bool{}
+	for _, l := range plan.Locations {
+		for _, pr := range l.Pairs {
+			set[[2]uint32{pr.First, pr.Second}] = true
+		}
+	}
+	return func(first, second uint32) bool { return set[[2]uint32{first, second}] }
 }
 
 // failureExcerpt returns the interesting end of a failed run's output.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/instrument/sites"
+	"github.com/memorder/wafl/internal/reach"
 )
 
 // slotTypeCache holds the site types of each site table the analyses of
@@ -70,4 +71,47 @@ func siteTable(path string) slotTypesEntry {
 	e := slotTypesEntry{mod: fi.ModTime(), size: fi.Size(), types: types, infos: infos}
 	c.m[path] = e
 	return e
+}
+
+// reachCache holds the reach files the analyses of this process read
+// (one file serves every test of a package).
+var reachCache struct {
+	mu sync.Mutex
+	m  map[string]reachEntry
+}
+
+type reachEntry struct {
+	mod  time.Time
+	size int64
+	f    *reach.File
+}
+
+// reachOf returns the reach file beside the site table at sitesPath, for
+// analyze.Options.Reach; nil when there is none or it cannot be read (the
+// analysis then makes no static pairs and does not scope its predicted
+// partners).
+func reachOf(sitesPath string) analyze.Reacher {
+	if sitesPath == "" {
+		return nil
+	}
+	path := reach.PathFor(sitesPath)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	c := &reachCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[path]; ok && e.mod.Equal(fi.ModTime()) && e.size == fi.Size() {
+		return e.f
+	}
+	f, err := reach.Load(path)
+	if err != nil {
+		return nil
+	}
+	if c.m == nil {
+		c.m = map[string]reachEntry{}
+	}
+	c.m[path] = reachEntry{mod: fi.ModTime(), size: fi.Size(), f: f}
+	return f
 }

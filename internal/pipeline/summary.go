@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/internal/report"
 )
 
@@ -57,9 +58,18 @@ type Summary struct {
 	// predicted for goroutines that were late in the analyzed run
 	// (analyze/predict.go), in PredictedTests tests.
 	Predicted, PredictedTests int
-	Bugs                      []*report.Bug
-	Problems                  []Problem
-	Phases                    []Phase
+	// Static are the static candidate pairs the analyses of this
+	// invocation added for goroutines that never ran or stopped short
+	// (analyze/static.go), in StaticTests tests; StaticLeft those they
+	// ranked below the cap per test and left out.
+	Static, StaticTests, StaticLeft int
+	// StaticDelays are the delays detection runs injected at locations
+	// of static pairs (tried), StaticPlans the plans with static pairs
+	// they ran, StaticLeftPlans what those plans left out.
+	StaticDelays, StaticPlans, StaticLeftPlans int
+	Bugs                                       []*report.Bug
+	Problems                                   []Problem
+	Phases                                     []Phase
 }
 
 // Phase is the wall time of one phase.
@@ -129,9 +139,19 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		fmt.Fprintf(w, "predicted: %s for goroutines that were late in %s\n",
 			plural(s.Predicted, "candidate pair", "candidate pairs"), plural(s.PredictedTests, "test's run", "tests' runs"))
 	}
+	if s.Static > 0 || s.StaticLeft > 0 {
+		fmt.Fprintf(w, "static:   %s for goroutines that never ran or stopped short in %s; %s left out (at most %d a test)\n",
+			plural(s.Static, "candidate pair", "candidate pairs"), plural(s.StaticTests, "test's run", "tests' runs"),
+			plural(s.StaticLeft, "pair", "pairs"), analyze.MaxStatic)
+	}
 	if detect {
 		fmt.Fprintf(w, "detect:   %s, %s injected, %s found\n", plural(s.Runs, "run", "runs"),
 			plural(s.Delays, "delay", "delays"), plural(len(s.Bugs), "bug", "bugs"))
+		if s.StaticPlans > 0 {
+			fmt.Fprintf(w, "static:   %s tried at static candidate pairs of %s; %s left out of them\n",
+				plural(s.StaticDelays, "delay", "delays"), plural(s.StaticPlans, "plan", "plans"),
+				plural(s.StaticLeftPlans, "pair", "pairs"))
+		}
 		if s.LearnRuns > 0 {
 			fmt.Fprintf(w, "learned:  %s from %s of plans without candidates\n",
 				plural(s.Learned, "candidate pair", "candidate pairs"), plural(s.LearnRuns, "recording run", "recording runs"))

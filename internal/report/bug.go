@@ -52,8 +52,10 @@ type Bug struct {
 	PartnerGoroutine int64 `json:"partner_goroutine,omitempty"`
 	// PairFrom is where the bug's candidate pair came from when not from
 	// the preparation run: "learn" (a recording run detect made for a plan
-	// without candidates) or "detect" (a detection run that also recorded;
-	// plans.Pair.From).
+	// without candidates), "detect" (a detection run that also recorded),
+	// "predicted" (a partner predicted for a late goroutine) or "static"
+	// (a site the goroutine of a go statement may reach, paired with an
+	// access of the trace; plans.Pair.From).
 	PairFrom string `json:"pair_from,omitempty"`
 	// How says how the crash came about (report.How: delay-in-progress,
 	// after-delay, delay-decision, natural-schedule, preparation-run) and
@@ -305,6 +307,9 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 			}
 			ew.printf("  delayed:   %s\n", b.Delayed)
 			ew.printf("             %v delay in goroutine %d (%s)\n", fmtNs(b.Delay.Ns), b.Delay.Goroutine, state)
+		}
+		if plans.Guessed(b.PairFrom) {
+			ew.printf("  pair:      %s: not seen in the trace; the crash confirms it\n", b.PairFrom)
 		}
 		if b.Delayed.Hoisted != nil {
 			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)

@@ -243,8 +243,8 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 // PlanOutcome describes the run for plans.Plan.ApplyRun, from the log, so
 // that it works after a crash too: the delays the log records (the one
 // that exposed the bug marked), the pairs happens-before inference pruned,
-// whether the run ablated decay, the run record and the bug, keyed by its
-// pair.
+// the disposes that waited for a late partner, whether the run ablated
+// decay, the run record and the bug, keyed by its pair.
 func (res *RunResult) PlanOutcome() plans.RunOutcome {
 	o := plans.RunOutcome{Run: res.Run}
 	if lg := res.Log; lg != nil {
@@ -261,6 +261,9 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 		o.Pruned = make([]plans.PairID, len(lg.Prunes))
 		for i, pr := range lg.Prunes {
 			o.Pruned[i] = plans.PairID{First: pr.First, Second: pr.Second}
+		}
+		for _, a := range lg.Awaits {
+			o.Awaited = append(o.Awaited, a.Site)
 		}
 	}
 	if a := res.Attr; a != nil {

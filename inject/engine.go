@@ -1,7 +1,6 @@
 package inject
 
 import (
-	_ "unsafe" // go:linkname
 	"bytes"
 	"math"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	_ "unsafe" // go:linkname
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/lcc"

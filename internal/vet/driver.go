@@ -1,0 +1,204 @@
+package vet
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/token"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	analysischecker "golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/packages"
+)
+
+// Options configure Run, the in-process driver behind `wafl vet`.
+type Options struct {
+	Dir      string   // directory to load packages from (default: current)
+	Patterns []string // package patterns (default ./...)
+	Tags     []string // build tags
+	JSON     bool     // print the hints as JSON instead of text
+	SARIF    string   // also write a SARIF 2.1.0 log to this file
+	Version  string   // the tool's version, for SARIF
+	// WorkDir is a wafl work directory whose reports, plans and traces mark
+	// each hint confirmed, exercised or untested; "" looks for .wafl at the
+	// module root, "-" turns marks off.
+	WorkDir string
+	Stdout  io.Writer
+	Stderr  io.Writer
+}
+
+// Found is one hint as the driver prints it.
+type Found struct {
+	Kind    string    `json:"kind"`
+	Pos     string    `json:"pos"` // file:line:col
+	File    string    `json:"file"`
+	Line    int       `json:"line"`
+	Col     int       `json:"col"`
+	Message string    `json:"message"`
+	Related []Related `json:"related,omitempty"`
+	Mark    string    `json:"mark,omitempty"` // confirmed, exercised, untested
+	Report  string    `json:"report,omitempty"`
+	Fix     string    `json:"fix,omitempty"`
+}
+
+// Related is a position a hint refers to.
+type Related struct {
+	Pos     string `json:"pos"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// Result is what Run found.
+type Result struct {
+	Hints    []Found
+	Packages int
+	Errors   []string // packages that did not load or type-check
+}
+
+// Analyze loads the packages and runs the analyzer over them.
+func Analyze(opts Options) (*Result, error) {
+	patterns := opts.Patterns
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	cfg := &packages.Config{
+		Mode: packages.LoadAllSyntax | packages.NeedModule,
+		Dir:  opts.Dir,
+	}
+	if len(opts.Tags) > 0 {
+		cfg.BuildFlags = []string{"-tags=" + strings.Join(opts.Tags, ",")}
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	var ok []*packages.Package
+	for _, p := range pkgs {
+		if len(p.Errors) > 0 || len(p.TypeErrors) > 0 {
+			for _, e := range p.Errors {
+				res.Errors = append(res.Errors, e.Error())
+			}
+			continue
+		}
+		ok = append(ok, p)
+	}
+	res.Packages = len(ok)
+	if len(ok) == 0 {
+		return res, nil
+	}
+	g, err := analysischecker.Analyze([]*analysis.Analyzer{Analyzer}, ok, nil)
+	if err != nil {
+		return nil, err
+	}
+	cwd, _ := os.Getwd()
+	if opts.Dir != "" {
+		if abs, err := filepath.Abs(opts.Dir); err == nil {
+			cwd = abs
+		}
+	}
+	seen := map[string]bool{}
+	for _, act := range g.Roots {
+		if act.Err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", act.Package.PkgPath, act.Err))
+			continue
+		}
+		hints, _ := act.Result.([]Hint)
+		fset := act.Package.Fset
+		for _, h := range hints {
+			f := found(fset, cwd, h)
+			id := f.Pos + "\x00" + f.Message
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			res.Hints = append(res.Hints, f)
+		}
+	}
+	sort.Slice(res.Hints, func(i, j int) bool {
+		a, b := res.Hints[i], res.Hints[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return res, nil
+}
+
+func found(fset *token.FileSet, cwd string, h Hint) Found {
+	p := fset.Position(h.Diagnostic.Pos)
+	f := Found{Kind: h.Kind, File: rel(cwd, p.Filename), Line: p.Line, Col: p.Column, Message: h.Diagnostic.Message}
+	f.Pos = fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Col)
+	for _, r := range h.Diagnostic.Related {
+		rp := fset.Position(r.Pos)
+		rr := Related{File: rel(cwd, rp.Filename), Line: rp.Line, Col: rp.Column, Message: r.Message}
+		rr.Pos = fmt.Sprintf("%s:%d:%d", rr.File, rr.Line, rr.Col)
+		f.Related = append(f.Related, rr)
+	}
+	if len(h.Diagnostic.SuggestedFixes) > 0 {
+		f.Fix = h.Diagnostic.SuggestedFixes[0].Message
+	}
+	return f
+}
+
+func rel(cwd, path string) string {
+	if cwd == "" {
+		return path
+	}
+	if r, err := filepath.Rel(cwd, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+// Run analyzes, marks, prints, and writes SARIF: what `wafl vet` does.
+func Run(opts Options) (*Result, error) {
+	res, err := Analyze(opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.WorkDir != "-" {
+		markHints(opts, res.Hints)
+	}
+	out := opts.Stdout
+	if out == nil {
+		out = io.Discard
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		hints := res.Hints
+		if hints == nil {
+			hints = []Found{}
+		}
+		if err := enc.Encode(hints); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, h := range res.Hints {
+			msg := h.Message
+			if h.Mark != "" {
+				msg += " [" + h.Mark + "]"
+			}
+			fmt.Fprintf(out, "%s: %s\n", h.Pos, msg)
+			for _, r := range h.Related {
+				fmt.Fprintf(out, "\t%s: %s\n", r.Pos, r.Message)
+			}
+		}
+	}
+	if opts.SARIF != "" {
+		if err := writeSARIF(opts.SARIF, opts.Version, res.Hints); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,3 @@
+package vet
+
+func writeSARIF(path, version string, hints []Found) error { return nil }

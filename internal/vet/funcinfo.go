@@ -195,9 +195,12 @@ func (c *checker) collectCall(f *funcInfo, in ssa.CallInstruction, common *ssa.C
 	fn := f.fn
 	if b, ok := common.Value.(*ssa.Builtin); ok {
 		if b.Name() == "close" && len(common.Args) == 1 {
-			if k := c.objKey(common.Args[0]); k.valid() {
-				f.stores = append(f.stores, &store{k: k, fn: fn, at: in, dispose: true, close: true,
-					deferred: deferred, text: c.text(common.Args[0])})
+			// A close of a channel the analyzer cannot name is still the
+			// act of a check-then-act.
+			k := c.objKey(common.Args[0])
+			f.stores = append(f.stores, &store{k: k, fn: fn, at: in, dispose: true, close: true,
+				deferred: deferred, text: c.text(common.Args[0])})
+			if k.valid() {
 				f.signals = append(f.signals, &signal{k: k, at: in, deferred: deferred})
 			}
 		}
@@ -332,12 +335,15 @@ func (c *checker) atomicCall(common *ssa.CallCommon) (key, string) {
 // function at hand that nothing else can see yet at instruction at: no go
 // statement, call, closure or store has taken it before.
 func (c *checker) fresh(addr ssa.Value, at ssa.Instruction) bool {
-	fa, ok := addr.(*ssa.FieldAddr)
-	if !ok {
-		return false
+	var alloc *ssa.Alloc
+	switch a := addr.(type) {
+	case *ssa.FieldAddr:
+		alloc, _ = a.X.(*ssa.Alloc)
+	case *ssa.Alloc:
+		// A captured variable: its cell is shared once a closure takes it.
+		alloc = a
 	}
-	alloc, ok := fa.X.(*ssa.Alloc)
-	if !ok {
+	if alloc == nil {
 		return false
 	}
 	f := c.fi(at.Parent())

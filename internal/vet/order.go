@@ -152,4 +152,3 @@ func (c *checker) orderedAfter(fn *ssa.Function, at ssa.Instruction, deferred bo
 	}
 	return true
 }
-

@@ -56,6 +56,9 @@ func (c *checker) run() {
 			ix.uses[u.k] = append(ix.uses[u.k], u)
 		}
 		for _, s := range f.stores {
+			if !s.k.valid() {
+				continue
+			}
 			ix.stores[s.k] = append(ix.stores[s.k], s)
 			if !s.dispose && s.fresh {
 				ix.ctor[s.k] = true
@@ -220,7 +223,7 @@ func otherContext(spawns []*spawn, ext bool, s *spawn) bool {
 func (c *checker) useAfterDispose(ix *index) {
 	for _, fn := range c.funcs {
 		for _, d := range c.fi(fn).stores {
-			if !d.dispose || d.fresh {
+			if !d.dispose || d.fresh || !d.k.valid() {
 				continue
 			}
 			for _, u := range ix.uses[d.k] {
@@ -533,8 +536,16 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 				if before[ia.k] || ix.ctor[ia.k] {
 					continue
 				}
+				// What f signals after the init: a goroutine that waits for
+				// it before its use is ordered after the init.
+				after := map[key]bool{}
+				for _, sig := range f.signals {
+					if sig.deferred || f.postDominates(sig.at, ia.at) {
+						after[sig.k] = true
+					}
+				}
 				for _, pub := range pubs {
-					u := c.publishedUse(ix, ia.k, pub)
+					u := c.publishedUse(ix, ia.k, pub, after)
 					if u == nil {
 						continue
 					}
@@ -546,7 +557,7 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 	}
 }
 
-func (c *checker) publishedUse(ix *index, k key, pub publication) *use {
+func (c *checker) publishedUse(ix *index, k key, pub publication, after map[key]bool) *use {
 	for _, u := range ix.uses[k] {
 		if u.send {
 			continue
@@ -554,7 +565,7 @@ func (c *checker) publishedUse(ix *index, k key, pub publication) *use {
 		if _, ok := pub.reach[u.fn]; !ok {
 			continue
 		}
-		if c.useFresh(u) || c.guarded(u) {
+		if c.useFresh(u) || c.guarded(u) || c.orderedAfter(u.fn, u.at, false, after, nil, 0) {
 			continue
 		}
 		return u

@@ -277,6 +277,9 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]ssa.Instruction {
 				}
 				for _, t := range c.callees[call] {
 					for k, at := range c.mayInit(t, depth+1) {
+						if k.local != nil {
+							continue // another call's variable
+						}
 						if _, ok := out[k]; !ok {
 							out[k] = at
 						}

@@ -49,6 +49,10 @@ func (c *checker) textDepth(v ssa.Value, depth int) string {
 		return "the channel made at " + c.posString(v.Pos())
 	case *ssa.ChangeType:
 		return c.textDepth(v.X, depth+1)
+	case *ssa.Extract:
+		if name := c.assignedNameAt(v.Tuple.Pos(), v.Index); name != "" {
+			return name
+		}
 	case *ssa.Call:
 		if k, op := c.atomicCall(v.Common()); k.valid() && op == "Load" {
 			return c.textDepth(v.Common().Args[0], depth+1)
@@ -59,7 +63,11 @@ func (c *checker) textDepth(v ssa.Value, depth int) string {
 
 // assignedName returns the variable a value made at pos is assigned to
 // (ch := make(chan T)), if any.
-func (c *checker) assignedName(pos token.Pos) string {
+func (c *checker) assignedName(pos token.Pos) string { return c.assignedNameAt(pos, -1) }
+
+// assignedNameAt is assignedName for the index-th variable a tuple is
+// assigned to (v, ok := m[k]), or the only one when index < 0.
+func (c *checker) assignedNameAt(pos token.Pos, index int) string {
 	if !pos.IsValid() {
 		return ""
 	}
@@ -72,10 +80,17 @@ func (c *checker) assignedName(pos token.Pos) string {
 			if name != "" || n == nil || n.Pos() > pos || n.End() < pos {
 				return false
 			}
-			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == len(as.Rhs) {
+			if as, ok := n.(*ast.AssignStmt); ok {
 				for i, r := range as.Rhs {
-					if r.Pos() <= pos && pos < r.End() {
-						if id, ok := as.Lhs[i].(*ast.Ident); ok {
+					if r.Pos() > pos || pos >= r.End() {
+						continue
+					}
+					j := i
+					if index >= 0 && len(as.Rhs) == 1 {
+						j = index
+					}
+					if j < len(as.Lhs) && (len(as.Lhs) == len(as.Rhs) || index >= 0) {
+						if id, ok := as.Lhs[j].(*ast.Ident); ok {
 							name = id.Name
 						}
 					}

@@ -3,16 +3,20 @@ package vet
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
 	"go/token"
+	"go/types"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/tools/go/analysis"
-	analysischecker "golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/analysis/passes/buildssa"
 	"golang.org/x/tools/go/packages"
+	"golang.org/x/tools/go/ssa"
 )
 
 // Options configure Run, the in-process driver behind `wafl vet`.
@@ -68,7 +72,9 @@ func Analyze(opts Options) (*Result, error) {
 		patterns = []string{"./..."}
 	}
 	cfg := &packages.Config{
-		Mode: packages.LoadAllSyntax | packages.NeedModule,
+		// Dependencies come from export data: the analyzer needs no facts,
+		// so only the packages analyzed are parsed and type-checked.
+		Mode: packages.LoadSyntax | packages.NeedModule,
 		Dir:  opts.Dir,
 	}
 	if len(opts.Tags) > 0 {
@@ -90,29 +96,35 @@ func Analyze(opts Options) (*Result, error) {
 		ok = append(ok, p)
 	}
 	res.Packages = len(ok)
-	if len(ok) == 0 {
-		return res, nil
-	}
-	g, err := analysischecker.Analyze([]*analysis.Analyzer{Analyzer}, ok, nil)
-	if err != nil {
-		return nil, err
-	}
 	cwd, _ := os.Getwd()
 	if opts.Dir != "" {
 		if abs, err := filepath.Abs(opts.Dir); err == nil {
 			cwd = abs
 		}
 	}
+	// Two packages at a time: SSA of a large package is the memory peak.
+	results := make([][]Hint, len(ok))
+	errs := make([]error, len(ok))
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, p := range ok {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i], errs[i] = analyzePackage(p)
+		}()
+	}
+	wg.Wait()
 	seen := map[string]bool{}
-	for _, act := range g.Roots {
-		if act.Err != nil {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", act.Package.PkgPath, act.Err))
+	for i, p := range ok {
+		if errs[i] != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", p.PkgPath, errs[i]))
 			continue
 		}
-		hints, _ := act.Result.([]Hint)
-		fset := act.Package.Fset
-		for _, h := range hints {
-			f := found(fset, cwd, h)
+		for _, h := range results[i] {
+			f := found(p.Fset, cwd, h)
 			id := f.Pos + "\x00" + f.Message
 			if seen[id] {
 				continue
@@ -201,4 +213,58 @@ func Run(opts Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// analyzePackage runs the analyzer on one package the way a go/analysis
+// driver would, with the SSA buildssa would give it (without the no-return
+// facts of dependencies, which only refine the control flow graph).
+func analyzePackage(p *packages.Package) (hints []Hint, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("analyzer panic: %v", r)
+		}
+	}()
+	prog := ssa.NewProgram(p.Fset, 0)
+	for _, imp := range p.Types.Imports() {
+		prog.CreatePackage(imp, nil, nil, true)
+	}
+	spkg := prog.CreatePackage(p.Types, p.Syntax, p.TypesInfo, false)
+	spkg.Build()
+	var funcs []*ssa.Function
+	for _, f := range p.Syntax {
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			obj, ok := p.TypesInfo.Defs[fd.Name].(*types.Func)
+			if !ok {
+				continue
+			}
+			if fn := prog.FuncValue(obj); fn != nil {
+				funcs = append(funcs, fn)
+			}
+		}
+	}
+	for _, m := range spkg.Members {
+		if fn, ok := m.(*ssa.Function); ok && strings.HasPrefix(fn.Name(), "init") {
+			funcs = append(funcs, fn)
+		}
+	}
+	pass := &analysis.Pass{
+		Analyzer:   Analyzer,
+		Fset:       p.Fset,
+		Files:      p.Syntax,
+		Pkg:        p.Types,
+		TypesInfo:  p.TypesInfo,
+		TypesSizes: p.TypesSizes,
+		ResultOf:   map[*analysis.Analyzer]any{buildssa.Analyzer: &buildssa.SSA{Pkg: spkg, SrcFuncs: funcs}},
+		Report:     func(analysis.Diagnostic) {},
+		ReadFile:   os.ReadFile,
+	}
+	out, err := Analyzer.Run(pass)
+	if err != nil {
+		return nil, err
+	}
+	return out.([]Hint), nil
 }

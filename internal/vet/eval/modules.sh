@@ -19,7 +19,7 @@ wafl=$WORK/wafl
 want=" $* "
 printf '| module | version | packages | lines | hints | use-before-init | use-after-dispose | check-then-act | waitgroup | wall s |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
-grep -v '^#' "$here/modules.tsv" | while IFS=$'\t' read -r name mod ver pats; do
+while IFS=$'\t' read -r name mod ver pats <&3; do
 	[[ -z $name ]] && continue
 	if [[ $# -gt 0 && $want != *" $name "* ]]; then continue; fi
 	dest=$WORK/src/$name
@@ -28,6 +28,8 @@ grep -v '^#' "$here/modules.tsv" | while IFS=$'\t' read -r name mod ver pats; do
 		mkdir -p "$(dirname "$dest")"
 		cp -r "$dir" "$dest"
 		chmod -R u+w "$dest"
+		# A module from before modules (go-cache): name it as its path.
+		[[ -f $dest/go.mod ]] || (cd "$dest" && go mod init "$mod" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 || true)
 		(cd "$dest" && go mod download >/dev/null 2>&1 || true)
 	fi
 	[[ $pats == - ]] && pats=./...
@@ -40,10 +42,10 @@ grep -v '^#' "$here/modules.tsv" | while IFS=$'\t' read -r name mod ver pats; do
 	# shellcheck disable=SC2086
 	npkg=$(cd "$dest" && go list $pats 2>/dev/null | wc -l)
 	# shellcheck disable=SC2086
-	lines=$(cd "$dest" && go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' $pats 2>/dev/null | xargs cat 2>/dev/null | wc -l)
+	lines=$(cd "$dest" && go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' $pats 2>/dev/null | xargs -r cat 2>/dev/null | wc -l)
 	count() { grep -c "\"kind\": \"$1\"" "$OUT/$name.json" || true; }
 	total=$(grep -c '"kind"' "$OUT/$name.json" || true)
 	wall=$(echo "$end - $start" | bc -l)
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f |\n' "$name" "$ver" "$npkg" "$lines" "$total" \
 		"$(count use-before-init)" "$(count use-after-dispose)" "$(count check-then-act)" "$(count waitgroup)" "$wall"
-done
+done 3< <(grep -v '^#' "$here/modules.tsv") </dev/null

@@ -96,7 +96,9 @@ func newChecker(pass *analysis.Pass, pkg *ssa.Package, src []*ssa.Function) *che
 					add(mc.Fn.(*ssa.Function))
 				}
 				if call, ok := in.(ssa.CallInstruction); ok {
-					add(call.Common().StaticCallee())
+					if callee := call.Common().StaticCallee(); callee != nil {
+						add(unbound(callee))
+					}
 				}
 			}
 		}
@@ -171,7 +173,7 @@ func (c *checker) buildCallGraph() {
 				common := call.Common()
 				switch {
 				case common.StaticCallee() != nil:
-					targets = []*ssa.Function{common.StaticCallee()}
+					targets = []*ssa.Function{unbound(common.StaticCallee())}
 				case common.IsInvoke():
 					targets = c.implementations(common)
 				default:
@@ -216,8 +218,13 @@ func onlyCalled(mc *ssa.MakeClosure) bool {
 	return true
 }
 
-// unbound maps a bound-method wrapper (x.M as a value) to the method.
+// unbound maps a bound-method wrapper (x.M as a value) to the method, and
+// an instance of a generic function (built as a wrapper that calls the
+// generic body) to that body.
 func unbound(fn *ssa.Function) *ssa.Function {
+	if o := fn.Origin(); o != nil && o != fn {
+		fn = o
+	}
 	if fn.Synthetic != "" && strings.HasSuffix(fn.Name(), "$bound") {
 		if obj, ok := fn.Object().(*types.Func); ok {
 			if m := fn.Prog.FuncValue(obj); m != nil {

@@ -57,7 +57,9 @@ func (c *checker) joinAfter(s *spawn, fn *ssa.Function, at ssa.Instruction) map[
 			return true
 		}
 		for _, sig := range fr.signals {
-			if sig.deferred || after(sig.at) {
+			// A send is its own signal: the receive that takes it comes
+			// after it.
+			if sig.deferred || sig.at == at || after(sig.at) {
 				keys[sig.k] = true
 			}
 		}

@@ -230,7 +230,7 @@ func (c *checker) useAfterDispose(ix *index) {
 				if u.send != d.close || u.fn == d.fn {
 					continue
 				}
-				if c.useFresh(u) || c.guarded(u) || c.commonLock(u.at, d.at) {
+				if c.useFresh(u) || c.guarded(u) || c.commonLock(u.at, d.at) || c.flagGuardedSend(u, d.fn) {
 					continue
 				}
 				if h := c.disposePair(d, u); h != nil {
@@ -321,7 +321,36 @@ func (c *checker) pairOrdered(fa *ssa.Function, a ssa.Instruction, aDeferred boo
 	if cb != nil && c.orderedAfter(fa, a, aDeferred, c.joinAfter(cb, fb, b), cb, 0) {
 		return true
 	}
+	// One side happens before the other's goroutine starts.
+	if ca != nil && !bDeferred && c.spawnedAfter(ca, fb, b, 0) {
+		return true
+	}
+	if cb != nil && !aDeferred && c.spawnedAfter(cb, fa, a, 0) {
+		return true
+	}
 	return false
+}
+
+// spawnedAfter reports whether goroutine s starts only after at (in fn)
+// executed: fn starts it after at, or starts (a few levels up) the
+// goroutine that starts it.
+func (c *checker) spawnedAfter(s *spawn, fn *ssa.Function, at ssa.Instruction, depth int) bool {
+	if s.fn == fn {
+		return c.fi(fn).dominates(at, s.at)
+	}
+	if depth >= maxSummary {
+		return false
+	}
+	outer, ext := c.contexts(s.fn)
+	if ext || len(outer) == 0 {
+		return false
+	}
+	for _, o := range outer {
+		if o == s || !c.spawnedAfter(o, fn, at, depth+1) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *checker) lockName(h held) string {
@@ -652,6 +681,9 @@ func (c *checker) initByGoroutine(ix *index) {
 				continue
 			}
 			uS, uExt := c.contexts(u.fn)
+			if len(uS) == 0 && !uExt {
+				continue // nothing the analyzer knows calls it
+			}
 			if uExt {
 				uS = append(uS, nil)
 			}
@@ -1038,11 +1070,15 @@ func (c *checker) checkThenSend() {
 				if !u.send || !strictlyAfter(cs.iff, u.at) || !c.guards(f, cs.iff, u.at) {
 					continue
 				}
-				closer, cl := c.flagCloser(fn, cs.k, u.k)
+				closer, set, cl := c.flagCloser(fn, cs.k, u.k)
 				if closer == nil {
 					continue
 				}
-				if c.oneSection(cs.at, u.at) && c.commonLock(u.at, cl) {
+				// One critical section over the check and the send, and
+				// the same lock over the close, or over setting the flag
+				// before the close: the send cannot follow the close.
+				if c.oneSection(cs.at, u.at) &&
+					(c.commonLock(u.at, cl) || (c.commonLock(u.at, set) && c.fi(closer).dominates(set, cl))) {
 					continue
 				}
 				c.add(&hint{
@@ -1061,7 +1097,7 @@ func (c *checker) checkThenSend() {
 }
 
 // flagCloser finds a function other than fn that sets flag and closes ch.
-func (c *checker) flagCloser(fn *ssa.Function, flag, ch key) (*ssa.Function, ssa.Instruction) {
+func (c *checker) flagCloser(fn *ssa.Function, flag, ch key) (closer *ssa.Function, set, cl ssa.Instruction) {
 	for _, g := range c.funcs {
 		if g == fn {
 			continue
@@ -1079,19 +1115,38 @@ func (c *checker) flagCloser(fn *ssa.Function, flag, ch key) (*ssa.Function, ssa
 		for _, b := range g.Blocks {
 			for _, in := range b.Instrs {
 				if st, ok := in.(*ssa.Store); ok && isTrue(st.Val) && c.slotKey(st.Addr) == flag {
-					return g, cl
+					return g, in, cl
 				}
 				if call, ok := in.(*ssa.Call); ok {
 					pkg, typ, name := calleeName(call.Common())
 					if pkg == "sync/atomic" && typ == "Bool" && name == "Store" && isTrue(call.Common().Args[1]) &&
 						c.slotKey(call.Common().Args[0]) == flag {
-						return g, cl
+						return g, in, cl
 					}
 				}
 			}
 		}
 	}
-	return nil, nil
+	return nil, nil, nil
+}
+
+// flagGuardedSend reports whether a send is guarded by a closed flag that
+// the function closing the channel (g) sets: the check-then-send rule
+// judges such a pair.
+func (c *checker) flagGuardedSend(u *use, g *ssa.Function) bool {
+	if !u.send {
+		return false
+	}
+	f := c.fi(u.fn)
+	for _, cs := range c.checksIn(u.fn) {
+		if cs.kind != "flag" || !strictlyAfter(cs.iff, u.at) || !c.guards(f, cs.iff, u.at) {
+			continue
+		}
+		if closer, _, _ := c.flagCloser(u.fn, cs.k, u.k); closer == g {
+			return true
+		}
+	}
+	return false
 }
 
 // waitGroups finds Add calls after the goroutine that calls Done started.

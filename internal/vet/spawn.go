@@ -102,6 +102,12 @@ func (c *checker) reachFrom(roots []*ssa.Function) map[*ssa.Function][]ssa.Instr
 		reach[r] = nil
 		for _, b := range r.Blocks {
 			for _, in := range b.Instrs {
+				if mc, ok := in.(*ssa.MakeClosure); ok {
+					cl := mc.Fn.(*ssa.Function)
+					if len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+						work = append(work, item{cl, in, 1})
+					}
+				}
 				if call, ok := in.(ssa.CallInstruction); ok && c.spawnsAt[in] == nil {
 					if _, isGo := in.(*ssa.Go); isGo {
 						continue
@@ -131,6 +137,14 @@ func (c *checker) reachFrom(roots []*ssa.Function) map[*ssa.Function][]ssa.Instr
 		}
 		for _, b := range it.fn.Blocks {
 			for _, in := range b.Instrs {
+				// A closure handed to code the analyzer does not see
+				// (sync.Once.Do, sort.Slice) runs where it is made.
+				if mc, ok := in.(*ssa.MakeClosure); ok {
+					cl := mc.Fn.(*ssa.Function)
+					if len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+						work = append(work, item{cl, it.via, it.depth + 1})
+					}
+				}
 				if call, ok := in.(ssa.CallInstruction); ok && c.spawnsAt[in] == nil {
 					if _, isGo := in.(*ssa.Go); isGo {
 						continue

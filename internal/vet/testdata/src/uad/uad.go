@@ -226,3 +226,35 @@ func CaptureJoined() {
 	c = nil
 	_ = c
 }
+
+// Negative: the goroutine answers a stop request on done and returns;
+// Close receives that answer before it closes done.
+type stopper struct {
+	stop chan struct{}
+	done chan struct{}
+	in   chan int
+}
+
+func NewStopper() *stopper {
+	s := &stopper{stop: make(chan struct{}), done: make(chan struct{}), in: make(chan int)}
+	go s.run()
+	return s
+}
+
+func (s *stopper) run() {
+	for {
+		select {
+		case <-s.in:
+		case <-s.stop:
+			s.done <- struct{}{}
+			return
+		}
+	}
+}
+
+func (s *stopper) Close() {
+	s.stop <- struct{}{}
+	<-s.done
+	close(s.stop)
+	close(s.done)
+}

@@ -151,7 +151,7 @@ func (s *waited) Addr() int { return s.ln.n }
 // is closed; negative twin: stored before.
 type result struct{ out *handler }
 
-func compute() int {
+func Compute() int {
 	r := result{}
 	done := make(chan struct{})
 	go func() {
@@ -164,7 +164,7 @@ func compute() int {
 
 type result2 struct{ out *handler }
 
-func compute2() int {
+func Compute2() int {
 	r := result2{}
 	done := make(chan struct{})
 	go func() {

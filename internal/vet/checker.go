@@ -41,7 +41,7 @@ type checker struct {
 	ext      map[*ssa.Function]bool // may be called from outside the package (or by a test)
 
 	memoDeref  map[derefKey]derefMemo
-	memoInits  map[*ssa.Function]map[key]ssa.Instruction
+	memoInits  map[*ssa.Function]map[key]initSite
 	memoWaits  map[*ssa.Function]map[key]bool
 	memoSignal map[*ssa.Function]map[key]bool
 	memoSpawn  map[*ssa.Function][]*spawn
@@ -64,7 +64,7 @@ func newChecker(pass *analysis.Pass, pkg *ssa.Package, src []*ssa.Function) *che
 		spawnsAt:     map[ssa.Instruction]*spawn{},
 		ext:          map[*ssa.Function]bool{},
 		memoDeref:    map[derefKey]derefMemo{},
-		memoInits:    map[*ssa.Function]map[key]ssa.Instruction{},
+		memoInits:    map[*ssa.Function]map[key]initSite{},
 		memoWaits:    map[*ssa.Function]map[key]bool{},
 		memoSignal:   map[*ssa.Function]map[key]bool{},
 		memoSpawn:    map[*ssa.Function][]*spawn{},
@@ -311,7 +311,7 @@ func (c *checker) findExternal() {
 					}
 				case *ssa.MakeClosure:
 					cl := in.Fn.(*ssa.Function)
-					if len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
 						// Called by code the analyzer does not see, on this
 						// goroutine as far as it knows (sort.Slice, Once.Do).
 						mark(cl)

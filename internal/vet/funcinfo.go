@@ -365,8 +365,9 @@ func (c *checker) fresh(addr ssa.Value, at ssa.Instruction) bool {
 			}
 		}
 		// Anything else shares the object: it does so before at if it
-		// comes first on some path to at.
-		if c.mayPrecede(f, r, at) {
+		// comes first on some path to at that does not make a new object
+		// (a loop's next iteration).
+		if c.mayPrecedeAvoiding(f, r, at, alloc) {
 			return false
 		}
 	}
@@ -391,6 +392,36 @@ func (c *checker) mayPrecede(f *funcInfo, a, b ssa.Instruction) bool {
 		seen[x] = true
 		if x == bb {
 			return true
+		}
+		work = append(work, x.Succs...)
+	}
+	return false
+}
+
+// mayPrecedeAvoiding is mayPrecede over paths that do not execute the
+// barrier instruction again.
+func (c *checker) mayPrecedeAvoiding(f *funcInfo, a, b, barrier ssa.Instruction) bool {
+	ab, bb, xb := a.Block(), b.Block(), barrier.Block()
+	if ab == bb && f.index[a] < f.index[b] {
+		return !(xb == ab && f.index[a] < f.index[barrier] && f.index[barrier] < f.index[b])
+	}
+	if ab == xb && f.index[a] < f.index[barrier] {
+		return false // the path leaves a's block through the barrier
+	}
+	seen := map[*ssa.BasicBlock]bool{}
+	work := append([]*ssa.BasicBlock(nil), ab.Succs...)
+	for len(work) > 0 {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		if x == bb && !(x == xb && f.index[barrier] < f.index[b]) {
+			return true
+		}
+		if x == xb {
+			continue
 		}
 		work = append(work, x.Succs...)
 	}

@@ -74,6 +74,36 @@ func (c *checker) joinAfter(s *spawn, fn *ssa.Function, at ssa.Instruction) map[
 				}
 			}
 		}
+		// What the event's own function signals after it counts too (the
+		// goroutine handles a request and then answers it).
+		if fn != r {
+			fe := c.fi(fn)
+			for _, sig := range fe.signals {
+				if sig.deferred || sig.at == at || fe.postDominates(sig.at, at) {
+					keys[sig.k] = true
+				}
+			}
+			for _, b := range fn.Blocks {
+				for _, in := range b.Instrs {
+					call, ok := in.(*ssa.Call)
+					if !ok || len(c.callees[call]) != 1 || !fe.postDominates(in, at) {
+						continue
+					}
+					for k := range c.mustSignal(c.callees[call][0], 0) {
+						keys[k] = true
+					}
+				}
+			}
+		}
+		// A WaitGroup the goroutine adds to itself orders nothing: Wait
+		// may return before the Add.
+		for fn2 := range s.reach {
+			for _, op := range c.fi(fn2).wg {
+				if op.op == "Add" {
+					delete(keys, op.k)
+				}
+			}
+		}
 		if out == nil {
 			out = keys
 		} else {

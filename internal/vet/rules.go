@@ -341,6 +341,12 @@ func (c *checker) spawnedAfter(s *spawn, fn *ssa.Function, at ssa.Instruction, d
 	if depth >= maxSummary {
 		return false
 	}
+	// at is in a function the spawner calls before the go statement.
+	for _, site := range c.callers[fn] {
+		if _, ok := site.(*ssa.Call); ok && c.spawnedAfter(s, site.Parent(), site, depth+1) {
+			return true
+		}
+	}
 	outer, ext := c.contexts(s.fn)
 	if ext || len(outer) == 0 {
 		return false
@@ -403,7 +409,7 @@ func (c *checker) publications(in ssa.Instruction) []publication {
 		if !h.valid() || !c.readByGoroutine(h) {
 			continue
 		}
-		out = append(out, publication{at: in, reach: c.reachFrom(fns)})
+		out = append(out, publication{at: in, reach: c.reachFrom(fns, nil)})
 	}
 	return out
 }
@@ -518,17 +524,21 @@ type initAt struct {
 
 // initsOf returns the inits f makes at instruction in: a store, or a call
 // of a function that may store (bounded).
-func (c *checker) initsOf(f *funcInfo, in ssa.Instruction) []initAt {
+func (c *checker) initsOf(f *funcInfo, in ssa.Instruction, p ssa.Instruction) []initAt {
 	var out []initAt
 	for _, s := range f.stores {
-		if s.at == in && !s.dispose && !s.fresh {
+		if s.at == in && !s.dispose && !s.fresh && (p == nil || c.existsBefore(f, rootOf(storeAddr(in)), p)) {
 			out = append(out, initAt{k: s.k, at: in, init: in, text: s.text})
 		}
 	}
 	if call, ok := in.(*ssa.Call); ok && c.spawnsAt[in] == nil {
 		for _, t := range c.callees[call] {
-			for k, at := range c.mayInit(t, 0) {
-				out = append(out, initAt{k: k, at: in, init: at, text: c.storeText(at)})
+			for k, is := range c.mayInit(t, 0) {
+				if p != nil && is.param >= 0 &&
+					(is.param >= len(call.Common().Args) || !c.existsBefore(f, rootOf(call.Common().Args[is.param]), p)) {
+					continue // an object made after the goroutine started
+				}
+				out = append(out, initAt{k: k, at: in, init: is.at, text: c.storeText(is.at)})
 			}
 		}
 	}
@@ -550,7 +560,7 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 	for _, b := range f.fn.Blocks {
 		for _, in := range b.Instrs {
 			if in != p && f.dominates(in, p) {
-				for _, ia := range c.initsOf(f, in) {
+				for _, ia := range c.initsOf(f, in, nil) {
 					before[ia.k] = true
 				}
 			}
@@ -561,7 +571,7 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 			if in == p || !c.mayPrecede(f, p, in) {
 				continue
 			}
-			for _, ia := range c.initsOf(f, in) {
+			for _, ia := range c.initsOf(f, in, p) {
 				if before[ia.k] || ix.ctor[ia.k] {
 					continue
 				}
@@ -690,7 +700,8 @@ func (c *checker) initByGoroutine(ix *index) {
 			for _, in := range inits {
 				spawns, _ := c.contexts(in.fn)
 				for _, s := range spawns {
-					if c.spawnerWaits(s, c.joinAfter(s, in.fn, in.at)) {
+					joins := c.joinAfter(s, in.fn, in.at)
+					if c.spawnerWaits(s, joins) || c.offersWait(u.fn, c.replyAfter(in.fn, in.at)) {
 						continue
 					}
 					if u.fn == s.fn && !c.mayPrecede(c.fi(u.fn), s.at, u.at) {
@@ -720,6 +731,78 @@ func (c *checker) initByGoroutine(ix *index) {
 			}
 		}
 	}
+}
+
+// replyAfter returns what fn signals after at other than at its end: the
+// answer to a request (req.x = v; req.respond(err)).
+func (c *checker) replyAfter(fn *ssa.Function, at ssa.Instruction) map[key]bool {
+	f := c.fi(fn)
+	keys := map[key]bool{}
+	for _, sig := range f.signals {
+		if !sig.deferred && f.postDominates(sig.at, at) {
+			keys[sig.k] = true
+		}
+	}
+	for _, b := range fn.Blocks {
+		for _, in := range b.Instrs {
+			call, ok := in.(*ssa.Call)
+			if !ok || len(c.callees[call]) != 1 || !f.postDominates(in, at) {
+				continue
+			}
+			for k := range c.mustSignal(c.callees[call][0], 0) {
+				keys[k] = true
+			}
+		}
+	}
+	return keys
+}
+
+// offersWait reports whether fn is a method of a type whose exported
+// methods wait for one of keys (a future: its Error or Wait returns once
+// the goroutine answered): the caller is expected to wait through it
+// before using the result.
+func (c *checker) offersWait(fn *ssa.Function, keys map[key]bool) bool {
+	recv := fn.Signature.Recv()
+	if recv == nil || len(keys) == 0 {
+		return false
+	}
+	t := recv.Type()
+	if _, ok := t.(*types.Pointer); !ok {
+		t = types.NewPointer(t)
+	}
+	mset := c.pkg.Prog.MethodSets.MethodSet(t)
+	for i := 0; i < mset.Len(); i++ {
+		sel := mset.At(i)
+		if !sel.Obj().Exported() {
+			continue
+		}
+		m := c.pkg.Prog.MethodValue(sel)
+		if m == nil {
+			continue
+		}
+		m = unbound(m)
+		if !c.inPkg[m] {
+			// A promoted method's wrapper calls the embedded one.
+			for _, b := range m.Blocks {
+				for _, in := range b.Instrs {
+					if call, ok := in.(*ssa.Call); ok {
+						if callee := call.Common().StaticCallee(); callee != nil && c.inPkg[unbound(callee)] {
+							m = unbound(callee)
+						}
+					}
+				}
+			}
+		}
+		if !c.inPkg[m] {
+			continue
+		}
+		for k := range c.mustWait(m, 0) {
+			if keys[k] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // spawnerWaits reports whether the function that starts s waits for one
@@ -1000,6 +1083,11 @@ func (c *checker) checkThenAct() {
 			if tr == nil || c.sameSection(cs.at, tr) {
 				continue
 			}
+			if cs.kind == "flag" && !c.atomicCheck(cs) && len(c.locksAt(cs.at)) == 0 {
+				// A plain bool read without any lock guards against a
+				// second call, not a concurrent one.
+				continue
+			}
 			var act *store
 			for _, s := range f.stores {
 				if s.close && !s.deferred && strictlyAfter(cs.iff, s.at) && c.guards(f, cs.iff, s.at) {
@@ -1215,4 +1303,9 @@ func (c *checker) addBefore(f *funcInfo, k key, p ssa.Instruction) bool {
 		}
 	}
 	return false
+}
+
+func (c *checker) atomicCheck(cs *checkSite) bool {
+	_, ok := cs.at.(*ssa.Call)
+	return ok
 }

@@ -1,6 +1,8 @@
 package vet
 
 import (
+	"go/token"
+
 	"golang.org/x/tools/go/ssa"
 )
 
@@ -15,6 +17,9 @@ type spawn struct {
 	// instructions of a root through which it is reached (nil for a root).
 	reach map[*ssa.Function][]ssa.Instruction
 	loop  bool // at is in a loop: several such goroutines may run
+	// override replaces the callees of calls in the roots: what a spawn
+	// helper's wrapper calls at this call of the helper.
+	override map[ssa.Instruction][]*ssa.Function
 }
 
 // asyncFuncArg returns the index of the argument that an API runs on
@@ -38,31 +43,123 @@ func (c *checker) findSpawns() {
 	for _, fn := range c.funcs {
 		for _, b := range fn.Blocks {
 			for _, in := range b.Instrs {
+				var fv ssa.Value
 				var roots []*ssa.Function
 				switch in := in.(type) {
 				case *ssa.Go:
+					fv = in.Common().Value
 					roots = c.callees[in]
 				case *ssa.Call:
 					i := asyncFuncArg(in.Common())
 					if i < 0 || i >= len(in.Common().Args) {
 						continue
 					}
-					roots = c.funcValues(in.Common().Args[i])
+					fv = in.Common().Args[i]
+					roots = c.funcValues(fv)
 				default:
+					continue
+				}
+				if c.helperSpawns(fn, in, fv) {
 					continue
 				}
 				if len(roots) == 0 {
 					continue
 				}
-				s := &spawn{at: in, fn: fn, roots: roots, loop: inLoop(b)}
-				c.spawns = append(c.spawns, s)
-				c.spawnsAt[in] = s
+				c.addSpawn(&spawn{at: in, fn: fn, roots: roots, loop: inLoop(b)})
 			}
 		}
 	}
 	for _, s := range c.spawns {
-		s.reach = c.reachFrom(s.roots)
+		s.reach = c.reachFrom(s.roots, s.override)
 	}
+}
+
+func (c *checker) addSpawn(s *spawn) {
+	c.spawns = append(c.spawns, s)
+	c.spawnsAt[s.at] = s
+}
+
+// helperSpawns handles a go statement that runs a func value its function
+// h was given — func (r *Raft) goFunc(f func()) { go func() { defer
+// wg.Done(); f() }() }: the goroutine starts at each call of h and runs
+// what that call passes, not every func value passed to h anywhere.
+func (c *checker) helperSpawns(h *ssa.Function, at ssa.Instruction, fv ssa.Value) bool {
+	param := -1
+	var inner ssa.CallInstruction // the wrapper closure's call of the parameter
+	var wrapper *ssa.Function
+	paramIndex := func(v ssa.Value) int {
+		for i, p := range h.Params {
+			if p == v {
+				return i
+			}
+		}
+		return -1
+	}
+	switch v := fv.(type) {
+	case *ssa.Parameter:
+		param = paramIndex(v)
+	case *ssa.MakeClosure:
+		wrapper = v.Fn.(*ssa.Function)
+		for _, b := range wrapper.Blocks {
+			for _, in := range b.Instrs {
+				call, ok := in.(ssa.CallInstruction)
+				if !ok {
+					continue
+				}
+				cv := call.Common().Value
+				if ld, ok := cv.(*ssa.UnOp); ok && ld.Op == token.MUL {
+					cv = ld.X // a captured parameter lives in a cell
+				}
+				fvar, ok := cv.(*ssa.FreeVar)
+				if !ok {
+					continue
+				}
+				for i, f := range wrapper.FreeVars {
+					if f != fvar || i >= len(v.Bindings) {
+						continue
+					}
+					b := v.Bindings[i]
+					if cell, ok := b.(*ssa.Alloc); ok {
+						b = storedParam(cell)
+					}
+					if j := paramIndex(b); j >= 0 {
+						param, inner = j, call
+					}
+				}
+			}
+		}
+	}
+	if param < 0 || h.Parent() != nil || len(c.callers[h]) == 0 {
+		return false
+	}
+	for _, site := range c.callers[h] {
+		call, ok := site.(*ssa.Call)
+		if !ok || param >= len(call.Common().Args) {
+			continue
+		}
+		funcs := c.funcValues(call.Common().Args[param])
+		s := &spawn{at: call, fn: call.Parent(), loop: inLoop(call.Block())}
+		if inner == nil {
+			s.roots = funcs
+		} else {
+			s.roots = []*ssa.Function{wrapper}
+			s.override = map[ssa.Instruction][]*ssa.Function{inner: funcs}
+		}
+		if len(s.roots) > 0 {
+			c.addSpawn(s)
+		}
+	}
+	if c.ext[h] || token.IsExported(h.Name()) {
+		// Callers outside the package start it too, with funcs the
+		// analyzer does not know.
+		s := &spawn{at: at, fn: h, loop: inLoop(at.Block())}
+		if inner != nil {
+			s.roots = []*ssa.Function{wrapper}
+			s.override = map[ssa.Instruction][]*ssa.Function{inner: nil}
+			c.addSpawn(s)
+		}
+	}
+	return true
 }
 
 // funcValues returns the package's functions a func value may be.
@@ -90,7 +187,7 @@ func (c *checker) funcValues(v ssa.Value) []*ssa.Function {
 // reachFrom returns the functions the roots may call, each with the root
 // instructions through which it is reached; calls that start another
 // goroutine are not followed.
-func (c *checker) reachFrom(roots []*ssa.Function) map[*ssa.Function][]ssa.Instruction {
+func (c *checker) reachFrom(roots []*ssa.Function, override map[ssa.Instruction][]*ssa.Function) map[*ssa.Function][]ssa.Instruction {
 	reach := map[*ssa.Function][]ssa.Instruction{}
 	type item struct {
 		fn    *ssa.Function
@@ -104,7 +201,7 @@ func (c *checker) reachFrom(roots []*ssa.Function) map[*ssa.Function][]ssa.Instr
 			for _, in := range b.Instrs {
 				if mc, ok := in.(*ssa.MakeClosure); ok {
 					cl := mc.Fn.(*ssa.Function)
-					if len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
 						work = append(work, item{cl, in, 1})
 					}
 				}
@@ -112,7 +209,11 @@ func (c *checker) reachFrom(roots []*ssa.Function) map[*ssa.Function][]ssa.Instr
 					if _, isGo := in.(*ssa.Go); isGo {
 						continue
 					}
-					for _, t := range c.callees[call] {
+					targets, ok := override[in]
+					if !ok {
+						targets = c.callees[call]
+					}
+					for _, t := range targets {
 						work = append(work, item{t, in, 1})
 					}
 				}
@@ -141,7 +242,7 @@ func (c *checker) reachFrom(roots []*ssa.Function) map[*ssa.Function][]ssa.Instr
 				// (sync.Once.Do, sort.Slice) runs where it is made.
 				if mc, ok := in.(*ssa.MakeClosure); ok {
 					cl := mc.Fn.(*ssa.Function)
-					if len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
 						work = append(work, item{cl, it.via, it.depth + 1})
 					}
 				}
@@ -225,8 +326,8 @@ func (c *checker) spawnsIn(fn *ssa.Function, depth int, seen map[*ssa.Function]b
 	return out
 }
 
-// mustSignal returns what fn surely signals before it returns: channels it
-// closes or sends on, WaitGroups it calls Done on, on every path.
+// mustSignal returns what a call of fn signals: channels it closes or
+// sends on, WaitGroups it calls Done on.
 func (c *checker) mustSignal(fn *ssa.Function, depth int) map[key]bool {
 	if m, ok := c.memoSignal[fn]; ok {
 		return m
@@ -236,17 +337,22 @@ func (c *checker) mustSignal(fn *ssa.Function, depth int) map[key]bool {
 	if depth <= maxSummary && len(fn.Blocks) > 0 {
 		f := c.fi(fn)
 		entry := fn.Blocks[0].Instrs[0]
+		// Every signal of fn, not only those on every path: a reply after
+		// early returns (if d.responded { return }) is the reply. More keys
+		// can only remove hints.
+		_ = entry
 		for _, s := range f.signals {
-			if s.deferred || f.postDominates(s.at, entry) || s.at == entry {
-				out[s.k] = true
-			}
+			out[s.k] = true
 		}
 	}
 	c.memoSignal[fn] = out
 	return out
 }
 
-// mustWait returns what fn surely waits for before it returns.
+// mustWait returns what a call of fn waits for: a receive or Wait of fn
+// on some path (a future's Error returns early once it has an answer).
+// Taking every wait of the callee, not only those on every path, can only
+// remove hints.
 func (c *checker) mustWait(fn *ssa.Function, depth int) map[key]bool {
 	if m, ok := c.memoWaits[fn]; ok {
 		return m
@@ -256,31 +362,50 @@ func (c *checker) mustWait(fn *ssa.Function, depth int) map[key]bool {
 	if depth <= maxSummary && len(fn.Blocks) > 0 {
 		f := c.fi(fn)
 		entry := fn.Blocks[0].Instrs[0]
+		_ = entry
 		for _, w := range f.waits {
-			if w.cond == nil && (w.at == entry || f.postDominates(w.at, entry)) {
-				out[w.k] = true
-			}
+			out[w.k] = true
 		}
 	}
 	c.memoWaits[fn] = out
 	return out
 }
 
+// An initSite is an init a call of a function may make: the store, and
+// the parameter of the function whose object it reaches (-1: a package
+// variable or a captured one).
+type initSite struct {
+	at    ssa.Instruction
+	param int
+}
+
 // mayInit returns the slots fn or the functions it calls (bounded) may
-// store a non-nil value to, with the call or store that does it.
-func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]ssa.Instruction {
+// store a non-nil value to, on objects fn's caller can see: reached from
+// a parameter or a package variable, not made inside the call.
+func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]initSite {
 	if m, ok := c.memoInits[fn]; ok {
 		return m
 	}
 	c.memoInits[fn] = nil
-	out := map[key]ssa.Instruction{}
+	out := map[key]initSite{}
+	put := func(k key, at ssa.Instruction, root ssa.Value) {
+		if _, ok := out[k]; ok || k.local != nil {
+			return
+		}
+		if p := paramIndex(fn, root); p >= 0 {
+			out[k] = initSite{at, p}
+			return
+		}
+		switch root.(type) {
+		case *ssa.Global, *ssa.FreeVar:
+			out[k] = initSite{at, -1}
+		}
+	}
 	if depth <= maxSummary {
 		f := c.fi(fn)
 		for _, s := range f.stores {
 			if !s.dispose && !s.fresh {
-				if _, ok := out[s.k]; !ok {
-					out[s.k] = s.at
-				}
+				put(s.k, s.at, rootOf(storeAddr(s.at)))
 			}
 		}
 		for _, b := range fn.Blocks {
@@ -290,12 +415,14 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]ssa.Instruction {
 					continue
 				}
 				for _, t := range c.callees[call] {
-					for k, at := range c.mayInit(t, depth+1) {
-						if k.local != nil {
-							continue // another call's variable
-						}
-						if _, ok := out[k]; !ok {
-							out[k] = at
+					for k, is := range c.mayInit(t, depth+1) {
+						if is.param < 0 {
+							put(k, is.at, nil)
+							if _, ok := out[k]; !ok {
+								out[k] = is
+							}
+						} else if is.param < len(call.Common().Args) {
+							put(k, is.at, rootOf(call.Common().Args[is.param]))
 						}
 					}
 				}
@@ -304,4 +431,71 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]ssa.Instruction {
 	}
 	c.memoInits[fn] = out
 	return out
+}
+
+func paramIndex(fn *ssa.Function, v ssa.Value) int {
+	for i, p := range fn.Params {
+		if p == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// rootOf follows an address or pointer back to the variable it starts
+// from: s of s.a.b, p of *p.
+func rootOf(v ssa.Value) ssa.Value {
+	for i := 0; i < 8 && v != nil; i++ {
+		switch x := v.(type) {
+		case *ssa.FieldAddr:
+			v = x.X
+		case *ssa.Field:
+			v = x.X
+		case *ssa.IndexAddr:
+			v = x.X
+		case *ssa.UnOp:
+			if x.Op != token.MUL {
+				return v
+			}
+			v = x.X
+		case *ssa.ChangeType:
+			v = x.X
+		default:
+			return v
+		}
+	}
+	return v
+}
+
+// existsBefore reports whether the object rooted at r exists when p
+// executes: a parameter, a captured or package variable, or a value made
+// before p on every path.
+func (c *checker) existsBefore(f *funcInfo, r ssa.Value, p ssa.Instruction) bool {
+	switch r := r.(type) {
+	case *ssa.Parameter, *ssa.FreeVar, *ssa.Global:
+		return true
+	case ssa.Instruction:
+		return r.Parent() == f.fn && f.dominates(r, p)
+	}
+	return false
+}
+
+// storedParam returns the parameter a captured parameter's cell holds:
+// the only value stored to it.
+func storedParam(cell *ssa.Alloc) ssa.Value {
+	var v ssa.Value
+	if refs := cell.Referrers(); refs != nil {
+		for _, r := range *refs {
+			if st, ok := r.(*ssa.Store); ok && st.Addr == cell {
+				if v != nil && v != st.Val {
+					return nil
+				}
+				v = st.Val
+			}
+		}
+	}
+	if _, ok := v.(*ssa.Parameter); ok {
+		return v
+	}
+	return nil
 }

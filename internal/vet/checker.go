@@ -311,7 +311,7 @@ func (c *checker) findExternal() {
 					}
 				case *ssa.MakeClosure:
 					cl := in.Fn.(*ssa.Function)
-					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) && c.runsInline(in) {
 						// Called by code the analyzer does not see, on this
 						// goroutine as far as it knows (sort.Slice, Once.Do).
 						mark(cl)
@@ -409,4 +409,35 @@ func generic(fn *ssa.Function) bool {
 		}
 	}
 	return false
+}
+
+// runsInline reports whether a closure the analyzer sees no call of is
+// handed only to functions known to call it before they return
+// (sync.Once.Do, sort.Slice): it runs on the goroutine that makes it. A
+// closure handed to anything else (a scheduler, a callback registry of
+// another package) runs the analyzer does not know where.
+func (c *checker) runsInline(mc *ssa.MakeClosure) bool {
+	refs := mc.Referrers()
+	if refs == nil {
+		return false
+	}
+	for _, r := range *refs {
+		call, ok := r.(ssa.CallInstruction)
+		if !ok {
+			return false
+		}
+		common := call.Common()
+		if common.Value == mc {
+			continue
+		}
+		pkg, typ, name := calleeName(common)
+		switch {
+		case pkg == "sync" && typ == "Once" && name == "Do":
+		case pkg == "sync" && typ == "Map" && name == "Range":
+		case pkg == "sort" || pkg == "slices" || pkg == "maps" || pkg == "strings" || pkg == "bytes":
+		default:
+			return false
+		}
+	}
+	return true
 }

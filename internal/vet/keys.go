@@ -258,3 +258,29 @@ func isNilConst(v ssa.Value) bool {
 	k, ok := v.(*ssa.Const)
 	return ok && k.IsNil()
 }
+
+// outerField returns the field an address's struct was reached through —
+// trInfo of s.trInfo.tr, whether trInfo holds the struct or points to it —
+// or nil. Two accesses of one field reached through different fields are
+// taken to be different objects.
+func outerField(addr ssa.Value) *types.Var {
+	fa, ok := addr.(*ssa.FieldAddr)
+	if !ok {
+		return nil
+	}
+	x := fa.X
+	if ld, ok := x.(*ssa.UnOp); ok && ld.Op == tokenMUL {
+		x = ld.X
+	}
+	if outer, ok := x.(*ssa.FieldAddr); ok {
+		return fieldOf(outer)
+	}
+	return nil
+}
+
+// sameOwner reports whether two accesses of one field may be of the same
+// object as far as the fields they were reached through tell.
+func sameOwner(a, b ssa.Value) bool {
+	oa, ob := outerField(a), outerField(b)
+	return oa == nil || ob == nil || oa == ob
+}

@@ -1,6 +1,9 @@
 package vet
 
 import (
+	"go/types"
+	"strings"
+
 	"golang.org/x/tools/go/ssa"
 )
 
@@ -153,9 +156,13 @@ func sameSet(a, b lockset) bool {
 // locks every caller holds at the call (a helper called under the lock).
 func (c *checker) computeEntryLocks() {
 	c.entryLocks = map[*ssa.Function]lockset{}
-	for round := 0; round < 3; round++ {
+	for round := 0; round < 8; round++ {
 		next := map[*ssa.Function]lockset{}
 		for _, fn := range c.funcs {
+			if s := c.lockedByName(fn); s != nil {
+				next[fn] = s
+				continue
+			}
 			if !c.allCallersKnown(fn) {
 				continue
 			}
@@ -215,4 +222,30 @@ func (c *checker) sameSection(a, b ssa.Instruction) bool {
 		}
 	}
 	return false
+}
+
+// lockedByName returns the locks a method named like fooLocked is, by Go
+// convention, called with: its receiver's mutexes.
+func (c *checker) lockedByName(fn *ssa.Function) lockset {
+	recv := fn.Signature.Recv()
+	if recv == nil || !strings.HasSuffix(fn.Name(), "Locked") {
+		return nil
+	}
+	t := recv.Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return nil
+	}
+	var out lockset
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if n, ok := f.Type().(*types.Named); ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "sync" &&
+			(n.Obj().Name() == "Mutex" || n.Obj().Name() == "RWMutex") {
+			out = append(out, held{k: key{field: f}, write: true})
+		}
+	}
+	return out
 }

@@ -233,6 +233,12 @@ func (c *checker) useAfterDispose(ix *index) {
 				if c.useFresh(u) || c.guarded(u) || c.commonLock(u.at, d.at) || c.flagGuardedSend(u, d.fn) {
 					continue
 				}
+				if c.plainOwner(d.k, u.fn) && c.plainOwner(d.k, d.fn) {
+					continue // a plain data structure: its users synchronize
+				}
+				if !sameOwner(useAddr(u), storeAddr(d.at)) {
+					continue
+				}
 				if h := c.disposePair(d, u); h != nil {
 					c.add(h)
 					break
@@ -319,6 +325,14 @@ func (c *checker) pairOrdered(fa *ssa.Function, a ssa.Instruction, aDeferred boo
 		return true
 	}
 	if cb != nil && c.orderedAfter(fa, a, aDeferred, c.joinAfter(cb, fb, b), cb, 0) {
+		return true
+	}
+	// One side stops the other's goroutine and waits for it to take the
+	// request: a send on an unbuffered channel the goroutine returns on.
+	if ca != nil && c.stopsBefore(fb, b, bDeferred, ca) {
+		return true
+	}
+	if cb != nil && c.stopsBefore(fa, a, aDeferred, cb) {
 		return true
 	}
 	// One side happens before the other's goroutine starts.
@@ -1308,4 +1322,146 @@ func (c *checker) addBefore(f *funcInfo, k key, p ssa.Instruction) bool {
 func (c *checker) atomicCheck(cs *checkSite) bool {
 	_, ok := cs.at.(*ssa.Call)
 	return ok
+}
+
+// stopsBefore reports whether fn, before at, sends on an unbuffered
+// channel that goroutine s receives from only to return: once the send
+// completed, s does nothing more.
+func (c *checker) stopsBefore(fn *ssa.Function, at ssa.Instruction, deferred bool, s *spawn) bool {
+	if deferred {
+		return false
+	}
+	f := c.fi(fn)
+	for _, u := range f.uses {
+		if !u.send || !f.dominates(u.at, at) || !c.unbuffered(u.k) {
+			continue
+		}
+		for _, r := range s.roots {
+			if c.returnsOn(r, u.k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// returnsOn reports whether fn receives from k and every such receive
+// leads to its return without receiving again.
+func (c *checker) returnsOn(fn *ssa.Function, k key) bool {
+	f := c.fi(fn)
+	found := false
+	for _, w := range f.waits {
+		if w.k != k {
+			continue
+		}
+		if _, ok := w.at.(*ssa.Call); ok {
+			continue // a WaitGroup or a called function's wait
+		}
+		found = true
+		start := w.at
+		if w.cond != nil {
+			start = w.cond.Instrs[0]
+		}
+		if c.mayPrecede(f, start, w.at) {
+			return false // it goes on receiving
+		}
+	}
+	return found
+}
+
+// unbuffered reports whether every channel stored to k is made without
+// a buffer.
+func (c *checker) unbuffered(k key) bool {
+	if mc, ok := k.local.(*ssa.MakeChan); ok {
+		return isZero(mc.Size)
+	}
+	if k.field == nil && k.global == nil {
+		return false
+	}
+	n := 0
+	for _, fn := range c.funcs {
+		for _, st := range c.fi(fn).stores {
+			if st.k != k || st.dispose {
+				continue
+			}
+			store, ok := st.at.(*ssa.Store)
+			if !ok {
+				return false
+			}
+			mc, ok := store.Val.(*ssa.MakeChan)
+			if !ok || !isZero(mc.Size) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+func isZero(v ssa.Value) bool {
+	k, ok := v.(*ssa.Const)
+	return ok && k.Value != nil && k.Value.String() == "0"
+}
+
+// plainOwner reports whether fn is a method of a struct that has nothing
+// to synchronize with (no mutex, atomic, channel, WaitGroup) and runs no
+// goroutine of its own: a list or a buffer whose callers hold the lock,
+// whose objects a field-based analysis cannot tell apart.
+func (c *checker) plainOwner(k key, fn *ssa.Function) bool {
+	if k.field == nil {
+		return false
+	}
+	recv := fn.Signature.Recv()
+	if recv == nil {
+		return false
+	}
+	t := recv.Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for _, s := range c.spawns {
+		for _, r := range s.roots {
+			if rr := r.Signature.Recv(); rr != nil && types.Identical(rr.Type(), recv.Type()) {
+				return false // the type runs goroutines of its own
+			}
+		}
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		if syncType(st.Field(i).Type()) {
+			return false
+		}
+	}
+	return true
+}
+
+func syncType(t types.Type) bool {
+	if _, ok := t.Underlying().(*types.Chan); ok {
+		return true
+	}
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+		switch n.Obj().Pkg().Path() {
+		case "sync", "sync/atomic":
+			return true
+		}
+	}
+	return false
+}
+
+// useAddr returns the address a use reads: the slot, or for a send the
+// slot the channel was loaded from.
+func useAddr(u *use) ssa.Value {
+	if send, ok := u.at.(*ssa.Send); ok {
+		if ld, ok := send.Chan.(*ssa.UnOp); ok && ld.Op == tokenMUL {
+			return ld.X
+		}
+		return nil
+	}
+	return loadAddr(u.at)
 }

@@ -201,7 +201,7 @@ func (c *checker) reachFrom(roots []*ssa.Function, override map[ssa.Instruction]
 			for _, in := range b.Instrs {
 				if mc, ok := in.(*ssa.MakeClosure); ok {
 					cl := mc.Fn.(*ssa.Function)
-					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) && c.runsInline(mc) {
 						work = append(work, item{cl, in, 1})
 					}
 				}
@@ -242,7 +242,7 @@ func (c *checker) reachFrom(roots []*ssa.Function, override map[ssa.Instruction]
 				// (sync.Once.Do, sort.Slice) runs where it is made.
 				if mc, ok := in.(*ssa.MakeClosure); ok {
 					cl := mc.Fn.(*ssa.Function)
-					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) {
+					if cl.Parent() != nil && len(c.callers[cl]) == 0 && !c.spawnedClosure(cl) && c.runsInline(mc) {
 						work = append(work, item{cl, it.via, it.depth + 1})
 					}
 				}
@@ -396,8 +396,7 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]initSite {
 			out[k] = initSite{at, p}
 			return
 		}
-		switch root.(type) {
-		case *ssa.Global, *ssa.FreeVar:
+		if _, ok := root.(*ssa.Global); ok {
 			out[k] = initSite{at, -1}
 		}
 	}

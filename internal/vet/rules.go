@@ -233,7 +233,7 @@ func (c *checker) useAfterDispose(ix *index) {
 				if c.useFresh(u) || c.guarded(u) || c.commonLock(u.at, d.at) || c.flagGuardedSend(u, d.fn) {
 					continue
 				}
-				if c.plainOwner(d.k, u.fn) && c.plainOwner(d.k, d.fn) {
+				if plainStruct(storeAddr(d.at)) && c.plainOwner(d.k, u.fn) && c.plainOwner(d.k, d.fn) {
 					continue // a plain data structure: its users synchronize
 				}
 				if !sameOwner(useAddr(u), storeAddr(d.at)) {
@@ -1464,4 +1464,27 @@ func useAddr(u *use) ssa.Value {
 		return nil
 	}
 	return loadAddr(u.at)
+}
+
+// plainStruct reports whether the struct a field address points into has
+// nothing to synchronize with.
+func plainStruct(addr ssa.Value) bool {
+	fa, ok := addr.(*ssa.FieldAddr)
+	if !ok {
+		return false
+	}
+	p, ok := fa.X.Type().Underlying().(*types.Pointer)
+	if !ok {
+		return false
+	}
+	st, ok := p.Elem().Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		if syncType(st.Field(i).Type()) {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memorder/wafl/internal/pipeline"
 	"github.com/memorder/wafl/internal/vet"
+	"github.com/memorder/wafl/internal/vet/marks"
 )
 
 func newVet(common *pipeline.Common) *cobra.Command {
@@ -35,9 +36,17 @@ go vet -vettool=$(which wafl-vet).`,
 			}
 			o.Patterns = patterns
 			o.Dir = common.Dir
-			o.WorkDir = common.WorkDir
-			if noMarks {
-				o.WorkDir = "-"
+			if !noMarks {
+				if dir := marks.WorkDir(common.WorkDir, common.Dir); dir != "" {
+					o.Mark = func(hints []vet.Found) {
+						ix, err := marks.Load(dir)
+						if err != nil {
+							fmt.Fprintf(common.Stderr, "wafl: vet: %s: %v (hints not marked)\n", dir, err)
+							return
+						}
+						ix.Mark(hints)
+					}
+				}
 			}
 			o.Version = common.Version
 			o.Stdout, o.Stderr = common.Stdout, common.Stderr

@@ -27,23 +27,24 @@ type Options struct {
 	JSON     bool     // print the hints as JSON instead of text
 	SARIF    string   // also write a SARIF 2.1.0 log to this file
 	Version  string   // the tool's version, for SARIF
-	// WorkDir is a wafl work directory whose reports, plans and traces mark
-	// each hint confirmed, exercised or untested; "" looks for .wafl at the
-	// module root, "-" turns marks off.
-	WorkDir string
-	Stdout  io.Writer
-	Stderr  io.Writer
+	// Mark, if set, marks the hints (confirmed, exercised, untested)
+	// before they are printed.
+	Mark   func([]Found)
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Found is one hint as the driver prints it.
 type Found struct {
 	Kind    string    `json:"kind"`
 	Pos     string    `json:"pos"` // file:line:col
+	Abs     string    `json:"-"`   // absolute file name
 	File    string    `json:"file"`
 	Line    int       `json:"line"`
 	Col     int       `json:"col"`
 	Message string    `json:"message"`
 	Related []Related `json:"related,omitempty"`
+	Pair    []Related `json:"pair"`           // the two accesses (see Hint.Pair)
 	Mark    string    `json:"mark,omitempty"` // confirmed, exercised, untested
 	Report  string    `json:"report,omitempty"`
 	Fix     string    `json:"fix,omitempty"`
@@ -51,6 +52,7 @@ type Found struct {
 
 // Related is a position a hint refers to.
 type Related struct {
+	Abs     string `json:"-"` // absolute file name
 	Pos     string `json:"pos"`
 	File    string `json:"file"`
 	Line    int    `json:"line"`
@@ -148,13 +150,19 @@ func Analyze(opts Options) (*Result, error) {
 
 func found(fset *token.FileSet, cwd string, h Hint) Found {
 	p := fset.Position(h.Diagnostic.Pos)
-	f := Found{Kind: h.Kind, File: rel(cwd, p.Filename), Line: p.Line, Col: p.Column, Message: h.Diagnostic.Message}
+	f := Found{Kind: h.Kind, Abs: p.Filename, File: rel(cwd, p.Filename), Line: p.Line, Col: p.Column, Message: h.Diagnostic.Message}
 	f.Pos = fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Col)
-	for _, r := range h.Diagnostic.Related {
-		rp := fset.Position(r.Pos)
-		rr := Related{File: rel(cwd, rp.Filename), Line: rp.Line, Col: rp.Column, Message: r.Message}
+	related := func(pos token.Pos, msg string) Related {
+		rp := fset.Position(pos)
+		rr := Related{Abs: rp.Filename, File: rel(cwd, rp.Filename), Line: rp.Line, Col: rp.Column, Message: msg}
 		rr.Pos = fmt.Sprintf("%s:%d:%d", rr.File, rr.Line, rr.Col)
-		f.Related = append(f.Related, rr)
+		return rr
+	}
+	for _, r := range h.Diagnostic.Related {
+		f.Related = append(f.Related, related(r.Pos, r.Message))
+	}
+	for i, pos := range h.Pair {
+		f.Pair = append(f.Pair, related(pos, pairRoles[h.Kind][i]))
 	}
 	if len(h.Diagnostic.SuggestedFixes) > 0 {
 		f.Fix = h.Diagnostic.SuggestedFixes[0].Message
@@ -178,8 +186,8 @@ func Run(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.WorkDir != "-" {
-		markHints(opts, res.Hints)
+	if opts.Mark != nil {
+		opts.Mark(res.Hints)
 	}
 	out := opts.Stdout
 	if out == nil {
@@ -198,7 +206,10 @@ func Run(opts Options) (*Result, error) {
 	} else {
 		for _, h := range res.Hints {
 			msg := h.Message
-			if h.Mark != "" {
+			switch {
+			case h.Report != "":
+				msg += " [" + h.Mark + ": " + h.Report + "]"
+			case h.Mark != "":
 				msg += " [" + h.Mark + "]"
 			}
 			fmt.Fprintf(out, "%s: %s\n", h.Pos, msg)
@@ -208,7 +219,14 @@ func Run(opts Options) (*Result, error) {
 		}
 	}
 	if opts.SARIF != "" {
-		if err := writeSARIF(opts.SARIF, opts.Version, res.Hints); err != nil {
+		root := opts.Dir
+		if root == "" {
+			root, _ = os.Getwd()
+		}
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		if err := writeSARIF(opts.SARIF, opts.Version, root, res.Hints); err != nil {
 			return nil, err
 		}
 	}
@@ -267,4 +285,12 @@ func analyzePackage(p *packages.Package) (hints []Hint, err error) {
 		return nil, err
 	}
 	return out.([]Hint), nil
+}
+
+// pairRoles name the two accesses of each kind's pair.
+var pairRoles = map[string][2]string{
+	KindUseBeforeInit:   {"init", "use"},
+	KindUseAfterDispose: {"dispose", "use"},
+	KindCheckThenAct:    {"check", "act"},
+	KindWaitGroup:       {"add", "done"},
 }

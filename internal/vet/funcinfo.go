@@ -33,6 +33,7 @@ type use struct {
 	deref ssa.Instruction // where the value is dereferenced
 	send  bool            // a send on the channel k
 	text  string
+	pos   token.Pos // where to report it, when not at (a select's send case)
 }
 
 // A store initializes (non-nil) or disposes of (nil, close) a slot.
@@ -174,7 +175,7 @@ func (c *checker) collectSelect(f *funcInfo, sel *ssa.Select) {
 			continue
 		}
 		if st.Dir == types.SendOnly {
-			f.uses = append(f.uses, &use{k: k, fn: f.fn, at: sel, deref: sel, send: true, text: c.text(st.Chan)})
+			f.uses = append(f.uses, &use{k: k, fn: f.fn, at: sel, deref: sel, send: true, text: c.text(st.Chan), pos: st.Pos})
 			if !sel.Blocking {
 				continue
 			}

@@ -21,6 +21,7 @@ const (
 
 type hint struct {
 	kind    string
+	pair    [2]token.Pos // the two accesses: dispose and use, init and use, check and act, Add and Done
 	pos     token.Pos
 	msg     string
 	related []analysis.RelatedInformation
@@ -34,6 +35,28 @@ func (c *checker) add(h *hint) {
 		}
 	}
 	c.hints = append(c.hints, h)
+}
+
+func (c *checker) checkPos(cs *checkSite) token.Pos {
+	if cs.pos.IsValid() {
+		return c.exprStart(cs.pos)
+	}
+	return c.posOf(cs.at)
+}
+
+func (c *checker) usePos(u *use) token.Pos {
+	if u.pos.IsValid() {
+		return c.exprStart(u.pos)
+	}
+	return c.posOf(u.at)
+}
+
+func (c *checker) relatedAt(pos token.Pos, msg string) analysis.RelatedInformation {
+	return analysis.RelatedInformation{Pos: pos, Message: msg}
+}
+
+func (c *checker) pair(a, b ssa.Instruction) [2]token.Pos {
+	return [2]token.Pos{c.posOf(a), c.posOf(b)}
 }
 
 func (c *checker) related(in ssa.Instruction, msg string) analysis.RelatedInformation {
@@ -273,22 +296,24 @@ func (c *checker) disposePair(d *store, u *use) *hint {
 			if cu != nil {
 				return &hint{
 					kind: KindUseAfterDispose,
+					pair: [2]token.Pos{c.posOf(d.at), c.usePos(u)},
 					pos:  c.posOf(d.at),
 					msg: "possible use-after-dispose: " + d.text + " " + verb + " in " + c.funcName(d.fn) +
-						" while the goroutine started at " + c.posString(c.posOf(cu.at)) + " may " + useVerb + " at " + c.posString(c.posOf(u.at)),
+						" while the goroutine started at " + c.posString(c.posOf(cu.at)) + " may " + useVerb + " at " + c.posString(c.usePos(u)),
 					related: []analysis.RelatedInformation{
-						c.related(u.at, "the goroutine may "+useVerb+" here"),
+						c.relatedAt(c.usePos(u), "the goroutine may "+useVerb+" here"),
 						c.related(cu.at, "the goroutine starts here"),
 					},
 				}
 			}
 			return &hint{
 				kind: KindUseAfterDispose,
+				pair: [2]token.Pos{c.posOf(d.at), c.usePos(u)},
 				pos:  c.posOf(d.at),
 				msg: "possible use-after-dispose: " + d.text + " " + verb + " by the goroutine started at " + c.posString(c.posOf(cd.at)) +
-					" (in " + c.funcName(d.fn) + ") while " + c.funcName(u.fn) + " may " + useVerb + " at " + c.posString(c.posOf(u.at)),
+					" (in " + c.funcName(d.fn) + ") while " + c.funcName(u.fn) + " may " + useVerb + " at " + c.posString(c.usePos(u)),
 				related: []analysis.RelatedInformation{
-					c.related(u.at, c.funcName(u.fn)+" may "+useVerb+" here"),
+					c.relatedAt(c.usePos(u), c.funcName(u.fn)+" may "+useVerb+" here"),
 					c.related(cd.at, "the goroutine starts here"),
 				},
 			}
@@ -303,11 +328,12 @@ func (c *checker) disposePair(d *store, u *use) *hint {
 			}
 			return &hint{
 				kind: KindUseAfterDispose,
+				pair: [2]token.Pos{c.posOf(d.at), c.usePos(u)},
 				pos:  c.posOf(d.at),
 				msg: "possible use-after-dispose: " + d.text + " " + verb + " in " + c.funcName(d.fn) + " under " + c.lockName(h) +
-					", while " + c.funcName(u.fn) + " may " + useVerb + " at " + c.posString(c.posOf(u.at)) + " without holding it",
+					", while " + c.funcName(u.fn) + " may " + useVerb + " at " + c.posString(c.usePos(u)) + " without holding it",
 				related: []analysis.RelatedInformation{
-					c.related(u.at, c.funcName(u.fn)+" may "+useVerb+" here without the lock"),
+					c.relatedAt(c.usePos(u), c.funcName(u.fn)+" may "+useVerb+" here without the lock"),
 				},
 			}
 		}
@@ -642,12 +668,13 @@ func (c *checker) initHint(f *funcInfo, p ssa.Instruction, pub publication, ia i
 	}
 	h := &hint{
 		kind: KindUseBeforeInit,
+		pair: [2]token.Pos{c.posOf(ia.init), c.usePos(u)},
 		pos:  c.posOf(ia.at),
 		msg: "possible use-before-init: " + ia.text + " is set " + where + " only " + what +
-			", which may read it at " + c.posString(c.posOf(u.at)),
+			", which may read it at " + c.posString(c.usePos(u)),
 		related: []analysis.RelatedInformation{
 			c.related(p, relMsg),
-			c.related(u.at, "read here, maybe before it is set"),
+			c.relatedAt(c.usePos(u), "read here, maybe before it is set"),
 		},
 	}
 	if ia.init != ia.at {
@@ -732,11 +759,12 @@ func (c *checker) initByGoroutine(ix *index) {
 					}
 					c.add(&hint{
 						kind: KindUseBeforeInit,
+						pair: [2]token.Pos{c.posOf(in.at), c.usePos(u)},
 						pos:  c.posOf(in.at),
 						msg: "possible use-before-init: " + in.text + " is set only by the goroutine started at " + c.posString(c.posOf(s.at)) +
-							" (in " + c.funcName(in.fn) + "), while " + c.funcName(u.fn) + " may read it at " + c.posString(c.posOf(u.at)) + " before it is set",
+							" (in " + c.funcName(in.fn) + "), while " + c.funcName(u.fn) + " may read it at " + c.posString(c.usePos(u)) + " before it is set",
 						related: []analysis.RelatedInformation{
-							c.related(u.at, "read here, maybe before it is set"),
+							c.relatedAt(c.usePos(u), "read here, maybe before it is set"),
 							c.related(s.at, "the goroutine starts here"),
 						},
 					})
@@ -843,6 +871,7 @@ type checkSite struct {
 	at   ssa.Instruction
 	iff  *ssa.If
 	text string
+	pos  token.Pos // the check itself when at calls a helper that makes it
 }
 
 func (c *checker) checksIn(fn *ssa.Function) []*checkSite {
@@ -882,8 +911,8 @@ func (c *checker) classifyCheck(v ssa.Value, depth int) *checkSite {
 			}
 		}
 		if callee := v.Common().StaticCallee(); callee != nil && c.inPkg[callee] {
-			if k, text := c.selectCheck(callee); k.valid() {
-				return &checkSite{kind: "select", k: k, at: v, text: text}
+			if k, text, sel := c.selectCheck(callee); k.valid() {
+				return &checkSite{kind: "select", k: k, at: v, text: text, pos: recvPos(sel)}
 			}
 		}
 	case *ssa.BinOp:
@@ -897,7 +926,7 @@ func (c *checker) classifyCheck(v ssa.Value, depth int) *checkSite {
 			if ex, ok := v.X.(*ssa.Extract); ok && ex.Index == 0 {
 				if sel, ok := ex.Tuple.(*ssa.Select); ok && !sel.Blocking {
 					if k, text := c.selectRecv(sel); k.valid() {
-						return &checkSite{kind: "select", k: k, at: sel, text: text}
+						return &checkSite{kind: "select", k: k, at: sel, text: text, pos: recvPos(sel)}
 					}
 				}
 			}
@@ -934,18 +963,19 @@ func isBool(t types.Type) bool {
 
 // selectCheck recognizes isClosed helpers: a function whose select with a
 // default receives from a channel.
-func (c *checker) selectCheck(fn *ssa.Function) (key, string) {
+func (c *checker) selectCheck(fn *ssa.Function) (key, string, *ssa.Select) {
 	if r := fn.Signature.Results(); r.Len() != 1 || !isBool(r.At(0).Type()) {
-		return key{}, ""
+		return key{}, "", nil
 	}
 	for _, b := range fn.Blocks {
 		for _, in := range b.Instrs {
 			if sel, ok := in.(*ssa.Select); ok && !sel.Blocking {
-				return c.selectRecv(sel)
+				k, text := c.selectRecv(sel)
+				return k, text, sel
 			}
 		}
 	}
-	return key{}, ""
+	return key{}, "", nil
 }
 
 func (c *checker) selectRecv(sel *ssa.Select) (key, string) {
@@ -1141,20 +1171,25 @@ func (c *checker) checkThenAct() {
 		}
 		for _, st := range sites {
 			what := "possible double close: " + st.act.text + " is closed after a check of " + st.cs.text +
-				" at " + c.posString(c.posOf(st.cs.at)) + " outside one critical section with "
+				" at " + c.posString(c.checkPos(st.cs)) + " outside one critical section with "
 			if st.tr == st.act.at {
 				what += "the close"
 			} else {
 				what += "the change at " + c.posString(c.posOf(st.tr))
 			}
-			c.add(&hint{
+			h := &hint{
 				kind: KindCheckThenAct,
+				pair: [2]token.Pos{c.checkPos(st.cs), c.posOf(st.act.at)},
 				pos:  c.posOf(st.act.at),
 				msg:  what + "; " + why,
 				related: []analysis.RelatedInformation{
-					c.related(st.cs.at, "checked here"),
+					c.relatedAt(c.checkPos(st.cs), "checked here"),
 				},
-			})
+			}
+			if st.tr != st.act.at {
+				h.related = append(h.related, c.related(st.tr, "the state checked changes here"))
+			}
+			c.add(h)
 		}
 	}
 }
@@ -1185,11 +1220,12 @@ func (c *checker) checkThenSend() {
 				}
 				c.add(&hint{
 					kind: KindCheckThenAct,
-					pos:  c.posOf(u.at),
+					pair: [2]token.Pos{c.posOf(cl), c.usePos(u)},
+					pos:  c.usePos(u),
 					msg: "possible send on closed channel: " + u.text + " may be closed by " + c.funcName(closer) +
-						" between the check of " + cs.text + " at " + c.posString(c.posOf(cs.at)) + " and this send",
+						" between the check of " + cs.text + " at " + c.posString(c.checkPos(cs)) + " and this send",
 					related: []analysis.RelatedInformation{
-						c.related(cs.at, "checked here"),
+						c.relatedAt(c.checkPos(cs), "checked here"),
 						c.related(cl, "closed here"),
 					},
 				})
@@ -1271,6 +1307,7 @@ func (c *checker) waitGroups() {
 						}
 						h := &hint{
 							kind: KindWaitGroup,
+							pair: c.pair(add.at, done),
 							pos:  c.posOf(add.at),
 							msg: "possible WaitGroup misuse: " + c.text(add.at.(*ssa.Call).Common().Args[0]) + ".Add is called after the goroutine started at " +
 								c.posString(c.posOf(s.at)) + ", which may call Done at " + c.posString(c.posOf(done)) + " first",
@@ -1487,4 +1524,14 @@ func plainStruct(addr ssa.Value) bool {
 		}
 	}
 	return true
+}
+
+// recvPos is where a select's receive case is: the case the check takes.
+func recvPos(sel *ssa.Select) token.Pos {
+	for _, st := range sel.States {
+		if st.Dir == types.RecvOnly && st.Pos.IsValid() {
+			return st.Pos
+		}
+	}
+	return sel.Pos()
 }

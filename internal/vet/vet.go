@@ -1,6 +1,7 @@
 package vet
 
 import (
+	"go/token"
 	"reflect"
 
 	"golang.org/x/tools/go/analysis"
@@ -33,6 +34,9 @@ detect turn such a place into a crash when the bug is real.`
 type Hint struct {
 	Kind       string
 	Diagnostic analysis.Diagnostic
+	// Pair are the two accesses of the hint: the dispose and the use, the
+	// init and the use, the check and the act, the Add and the Done.
+	Pair [2]token.Pos
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -52,7 +56,7 @@ func run(pass *analysis.Pass) (any, error) {
 			SuggestedFixes: h.fixes,
 		}
 		pass.Report(d)
-		out = append(out, Hint{Kind: h.kind, Diagnostic: d})
+		out = append(out, Hint{Kind: h.kind, Diagnostic: d, Pair: h.pair})
 	}
 	return out, nil
 }

@@ -58,8 +58,8 @@ go vet -vettool=$(which wafl-vet).`,
 				fmt.Fprintf(common.Stderr, "wafl: vet: %s\n", e)
 			}
 			switch {
-			case len(res.Errors) > 0:
-				return fmt.Errorf("vet: %d package(s) could not be analyzed", len(res.Errors))
+			case len(res.Failed) > 0 || len(res.Errors) > 0:
+				return fmt.Errorf("vet: %d package(s) could not be analyzed", max(len(res.Failed), 1))
 			case len(res.Hints) > 0:
 				return errBugs
 			}

@@ -64,7 +64,8 @@ type Related struct {
 type Result struct {
 	Hints    []Found
 	Packages int
-	Errors   []string // packages that did not load or type-check
+	Errors   []string // why packages did not load, type-check or analyze
+	Failed   []string // the packages that did not
 }
 
 // Analyze loads the packages and runs the analyzer over them.
@@ -90,8 +91,14 @@ func Analyze(opts Options) (*Result, error) {
 	var ok []*packages.Package
 	for _, p := range pkgs {
 		if len(p.Errors) > 0 || len(p.TypeErrors) > 0 {
+			res.Failed = append(res.Failed, p.PkgPath)
+			seen := map[string]bool{}
 			for _, e := range p.Errors {
-				res.Errors = append(res.Errors, e.Error())
+				// go list and the type checker may report one error twice.
+				if msg := e.Msg; !seen[msg] {
+					seen[msg] = true
+					res.Errors = append(res.Errors, e.Error())
+				}
 			}
 			continue
 		}
@@ -122,6 +129,7 @@ func Analyze(opts Options) (*Result, error) {
 	seen := map[string]bool{}
 	for i, p := range ok {
 		if errs[i] != nil {
+			res.Failed = append(res.Failed, p.PkgPath)
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", p.PkgPath, errs[i]))
 			continue
 		}

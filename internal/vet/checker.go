@@ -133,7 +133,9 @@ func (c *checker) buildCallGraph() {
 					c.closures[cl] = append(c.closures[cl], in)
 					if !onlyCalled(in) {
 						c.addrTaken[cl] = true
+						c.addrTaken[unbound(cl)] = true // x.M as a value
 					}
+					continue
 				}
 				for _, op := range in.Operands(nil) {
 					if f, ok := (*op).(*ssa.Function); ok {
@@ -210,8 +212,15 @@ func onlyCalled(mc *ssa.MakeClosure) bool {
 		return false
 	}
 	for _, r := range *refs {
-		call, ok := r.(ssa.CallInstruction)
-		if !ok || call.Common().Value != mc {
+		switch r := r.(type) {
+		case ssa.CallInstruction:
+			if r.Common().Value != mc {
+				return false
+			}
+		case *ssa.MakeClosure:
+			// Captured by another closure of the package, which calls it
+			// (the call graph has those calls).
+		default:
 			return false
 		}
 	}

@@ -139,15 +139,34 @@ func storeAddr(in ssa.Instruction) ssa.Value {
 // sameSlot reports whether two addresses name the slot of one object:
 // the same field of the same SSA value, or the same variable.
 func sameSlot(a, b ssa.Value) bool {
-	if a == nil || b == nil {
+	return sameValue(a, b, 0)
+}
+
+// sameValue reports whether two values are the same object or address:
+// identical, or the same field of the same value, or loads of the same
+// variable (a captured receiver is loaded from its cell at every use).
+func sameValue(a, b ssa.Value, depth int) bool {
+	if a == nil || b == nil || depth > 4 {
 		return false
 	}
 	if a == b {
 		return true
 	}
-	fa, ok1 := a.(*ssa.FieldAddr)
-	fb, ok2 := b.(*ssa.FieldAddr)
-	return ok1 && ok2 && fa.Field == fb.Field && fa.X == fb.X
+	switch x := a.(type) {
+	case *ssa.FieldAddr:
+		y, ok := b.(*ssa.FieldAddr)
+		return ok && x.Field == y.Field && sameValue(x.X, y.X, depth+1)
+	case *ssa.UnOp:
+		y, ok := b.(*ssa.UnOp)
+		if !ok || x.Op != token.MUL || y.Op != token.MUL {
+			return false
+		}
+		switch x.X.(type) {
+		case *ssa.FreeVar, *ssa.Alloc, *ssa.Global:
+			return x.X == y.X
+		}
+	}
+	return false
 }
 
 // useFresh reports whether a use reads a field of an object its function

@@ -62,16 +62,8 @@ func (c *checker) firstDeref(v ssa.Value, depth int) ssa.Instruction {
 				if r.Map == it.v {
 					return r
 				}
-			case *ssa.Send:
-				if r.Chan == it.v {
-					return r
-				}
-			case *ssa.Select:
-				for _, st := range r.States {
-					if st.Chan == it.v && st.Dir == types.SendOnly {
-						return r
-					}
-				}
+			// A send on a nil channel blocks (in a select with a default
+			// it never happens): a hang, not a crash, so no dereference.
 			case *ssa.Call:
 				if c.callDerefs(r.Common(), it.v, depth) {
 					return r

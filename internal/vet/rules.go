@@ -200,6 +200,9 @@ func (c *checker) guarded(u *use) bool {
 			return true
 		}
 	}
+	if c.mapGuarded(u) {
+		return true
+	}
 	for _, b := range u.fn.Blocks {
 		for _, in := range b.Instrs {
 			if in == u.at || !sameSlot(loadAddr(in), addr) {
@@ -309,7 +312,7 @@ func (c *checker) disposePair(d *store, u *use) *hint {
 	}
 	for _, cu := range uS {
 		for _, cd := range dS {
-			if cu == cd || c.pairOrdered(u.fn, u.at, false, cu, d.fn, d.at, d.deferred, cd) {
+			if cu == cd || sameRoots(cu, cd) || c.pairOrdered(u.fn, u.at, false, cu, d.fn, d.at, d.deferred, cd) {
 				continue
 			}
 			if cu != nil {
@@ -663,7 +666,7 @@ func (c *checker) publishedUse(ix *index, k key, pub publication, after map[key]
 		if _, ok := pub.reach[u.fn]; !ok {
 			continue
 		}
-		if c.useFresh(u) || c.guarded(u) || c.orderedAfter(u.fn, u.at, false, after, nil, 0) {
+		if c.useFresh(u) || c.guarded(u) || c.selfInit(u) || c.orderedAfter(u.fn, u.at, false, after, nil, 0) {
 			continue
 		}
 		return u
@@ -747,7 +750,7 @@ func (c *checker) initByGoroutine(ix *index) {
 					continue uses
 				}
 			}
-			if c.useFresh(u) || c.guarded(u) {
+			if c.useFresh(u) || c.guarded(u) || c.selfInit(u) {
 				continue
 			}
 			uS, uExt := c.contexts(u.fn)
@@ -1553,4 +1556,97 @@ func recvPos(sel *ssa.Select) token.Pos {
 		}
 	}
 	return sel.Pos()
+}
+
+// selfInit reports whether the use's function sets the slot itself (if
+// f.x == nil { f.buf = ...; f.x = ... }; f.buf.Write(...)): it lazily
+// initializes what it uses, under whatever check it chose.
+func (c *checker) selfInit(u *use) bool {
+	addr := loadAddr(u.at)
+	for _, s := range c.fi(u.fn).stores {
+		if !s.dispose && s.k == u.k && sameSlot(storeAddr(s.at), addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameRoots reports whether two goroutines run the same function: two
+// instances of a per-connection or per-request goroutine, which a
+// field-based analysis cannot tell apart but which mostly own different
+// objects.
+func sameRoots(a, b *spawn) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	for _, r := range a.roots {
+		for _, q := range b.roots {
+			if r == q {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mapGuarded reports whether a map write can only happen on a non-nil
+// map: after a comma-ok lookup of the same map found the key, or inside a
+// range over it (a nil map has no keys).
+func (c *checker) mapGuarded(u *use) bool {
+	mu, ok := u.deref.(*ssa.MapUpdate)
+	if !ok {
+		return false
+	}
+	addr := loadAddr(u.at)
+	for _, b := range u.fn.Blocks {
+		for _, in := range b.Instrs {
+			switch x := in.(type) {
+			case *ssa.Lookup:
+				ld, ok := x.X.(*ssa.UnOp)
+				if !ok || !x.CommaOk || !sameSlot(ld.X, addr) || x.Referrers() == nil {
+					continue
+				}
+				for _, r := range *x.Referrers() {
+					ex, ok := r.(*ssa.Extract)
+					if !ok || ex.Index != 1 || ex.Referrers() == nil {
+						continue
+					}
+					for _, r2 := range *ex.Referrers() {
+						if iff, ok := r2.(*ssa.If); ok {
+							t := iff.Block().Succs[0]
+							if len(t.Preds) == 1 && t.Dominates(mu.Block()) {
+								return true
+							}
+						}
+					}
+				}
+			case *ssa.Range:
+				ld, ok := x.X.(*ssa.UnOp)
+				if !ok || !sameSlot(ld.X, addr) || x.Referrers() == nil {
+					continue
+				}
+				for _, r := range *x.Referrers() {
+					next, ok := r.(*ssa.Next)
+					if !ok || next.Referrers() == nil {
+						continue
+					}
+					for _, r2 := range *next.Referrers() {
+						ex, ok := r2.(*ssa.Extract)
+						if !ok || ex.Index != 0 || ex.Referrers() == nil {
+							continue
+						}
+						for _, r3 := range *ex.Referrers() {
+							if iff, ok := r3.(*ssa.If); ok {
+								t := iff.Block().Succs[0]
+								if len(t.Preds) == 1 && t.Dominates(mu.Block()) {
+									return true
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
 }

@@ -48,6 +48,7 @@ type checker struct {
 	entryLocks map[*ssa.Function]lockset
 	starts     map[token.Pos]token.Pos // exprStart's index
 	hints      []*hint
+	disposed   map[key]bool // slots some store sets to nil
 }
 
 func newChecker(pass *analysis.Pass, pkg *ssa.Package, src []*ssa.Function) *checker {

@@ -104,6 +104,15 @@ func (c *checker) joinAfter(s *spawn, fn *ssa.Function, at ssa.Instruction) map[
 				}
 			}
 		}
+		// WaitGroup.Go adds before it starts the goroutine and calls Done
+		// when it returns.
+		if call, ok := s.at.(*ssa.Call); ok {
+			if pkg, typ, name := calleeName(call.Common()); pkg == "sync" && typ == "WaitGroup" && name == "Go" {
+				if k := c.ptrKey(call.Common().Args[0]); k.valid() {
+					keys[k] = true
+				}
+			}
+		}
 		if out == nil {
 			out = keys
 		} else {

@@ -72,6 +72,7 @@ type index struct {
 }
 
 func (c *checker) run() {
+	c.disposed = map[key]bool{}
 	ix := &index{uses: map[key][]*use{}, stores: map[key][]*store{}, loads: map[key][]*ssa.Function{}, ctor: map[key]bool{}}
 	for _, fn := range c.funcs {
 		f := c.fi(fn)
@@ -81,6 +82,9 @@ func (c *checker) run() {
 		for _, s := range f.stores {
 			if !s.k.valid() {
 				continue
+			}
+			if s.dispose && !s.close {
+				c.disposed[s.k] = true
 			}
 			ix.stores[s.k] = append(ix.stores[s.k], s)
 			if !s.dispose && s.fresh {
@@ -223,7 +227,10 @@ func (c *checker) guarded(u *use) bool {
 			if nonNil == nilSucc {
 				nonNil = iff.Block().Succs[1]
 			}
-			if len(nonNil.Preds) == 1 && nonNil.Dominates(u.at.Block()) && c.oneSection(in, u.at) {
+			// Another read checked for nil: enough when both reads are in
+			// one critical section, or when nothing ever sets the slot
+			// back to nil (once non-nil, it stays so).
+			if len(nonNil.Preds) == 1 && nonNil.Dominates(u.at.Block()) && (c.oneSection(in, u.at) || !c.disposed[u.k]) {
 				return true
 			}
 			if iff.Block().Dominates(u.at.Block()) {

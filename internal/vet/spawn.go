@@ -65,7 +65,11 @@ func (c *checker) findSpawns() {
 				if len(roots) == 0 {
 					continue
 				}
-				c.addSpawn(&spawn{at: in, fn: fn, roots: roots, loop: inLoop(b)})
+				sp := &spawn{at: in, fn: fn, roots: roots, loop: inLoop(b)}
+				if g, ok := in.(*ssa.Go); ok {
+					sp.override = c.paramCalls(g.Common(), roots)
+				}
+				c.addSpawn(sp)
 			}
 		}
 	}
@@ -497,4 +501,38 @@ func storedParam(cell *ssa.Alloc) ssa.Value {
 		return v
 	}
 	return nil
+}
+
+// paramCalls handles go run(f): a function that calls its func-valued
+// parameter (withRecover, safeGo) runs, on this goroutine, what this go
+// statement passes, not every func value passed to it anywhere.
+func (c *checker) paramCalls(common *ssa.CallCommon, roots []*ssa.Function) map[ssa.Instruction][]*ssa.Function {
+	if len(roots) != 1 || common.StaticCallee() == nil {
+		return nil
+	}
+	g := roots[0]
+	var out map[ssa.Instruction][]*ssa.Function
+	for _, b := range g.Blocks {
+		for _, in := range b.Instrs {
+			call, ok := in.(ssa.CallInstruction)
+			if !ok {
+				continue
+			}
+			v := call.Common().Value
+			if ld, ok := v.(*ssa.UnOp); ok && ld.Op == token.MUL {
+				if cell, ok := ld.X.(*ssa.Alloc); ok {
+					v = storedParam(cell)
+				}
+			}
+			i := paramIndex(g, v)
+			if i < 0 || i >= len(common.Args) {
+				continue
+			}
+			if out == nil {
+				out = map[ssa.Instruction][]*ssa.Function{}
+			}
+			out[in] = c.funcValues(common.Args[i])
+		}
+	}
+	return out
 }

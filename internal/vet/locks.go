@@ -29,6 +29,13 @@ func (s lockset) has(h held) bool {
 }
 
 func meet(a, b lockset) lockset {
+	return meetAt(a, b, nil)
+}
+
+// meetAt is the meet at a merge point: a lock held on both paths stays
+// held; taken by different Lock calls, it is taken at the merge point
+// (one critical section from there on).
+func meetAt(a, b lockset, merge ssa.Instruction) lockset {
 	if a == nil {
 		return b
 	}
@@ -39,6 +46,13 @@ func meet(a, b lockset) lockset {
 	for _, x := range a {
 		if b.has(x) {
 			out = append(out, x)
+			continue
+		}
+		for _, y := range b {
+			if y.k == x.k {
+				out = append(out, held{k: x.k, acq: merge, write: x.write && y.write})
+				break
+			}
 		}
 	}
 	return out
@@ -116,7 +130,7 @@ func (c *checker) computeLocks(f *funcInfo) {
 				in = entry
 			}
 			for _, p := range b.Preds {
-				in = meet(in, out[p.Index])
+				in = meetAt(in, out[p.Index], b.Instrs[0])
 			}
 			if in == nil {
 				continue // no predecessor computed yet

@@ -308,6 +308,9 @@ func (c *checker) disposeWords(d *store) (verb, useVerb string) {
 }
 
 func (c *checker) disposePair(d *store, u *use) *hint {
+	if c.disposeAnswers(d, u) {
+		return nil
+	}
 	uS, uExt := c.contexts(u.fn)
 	dS, dExt := c.contexts(d.fn)
 	verb, useVerb := c.disposeWords(d)
@@ -502,8 +505,14 @@ func (c *checker) registeredField(fn *ssa.Function, i, depth int) key {
 				if r.Val != v {
 					continue
 				}
-				if k := c.slotKey(r.Addr); k.valid() {
-					return k
+				// Stored in an object the caller can see (not one the
+				// function makes: newStreamsMap(..., c.queueFrame) is
+				// no registration with a running goroutine).
+				switch rootOf(r.Addr).(type) {
+				case *ssa.Parameter, *ssa.Global:
+					if k := c.slotKey(r.Addr); k.valid() {
+						return k
+					}
 				}
 				// append(x.hs, h): h goes into the array of a slice
 				// literal first.
@@ -1656,4 +1665,19 @@ func (c *checker) mapGuarded(u *use) bool {
 		}
 	}
 	return false
+}
+
+// disposeAnswers reports whether the dispose follows a receive from the
+// channel the use closes: case <-h.closeCalled: h.closeCalled = nil runs
+// only once close(h.closeCalled) happened.
+func (c *checker) disposeAnswers(d *store, u *use) bool {
+	call, ok := u.deref.(*ssa.Call)
+	if !ok {
+		return false
+	}
+	b, ok := call.Common().Value.(*ssa.Builtin)
+	if !ok || b.Name() != "close" || c.objKey(call.Common().Args[0]) != d.k {
+		return false
+	}
+	return c.waitedBefore(d.fn, d.at, d.deferred, map[key]bool{d.k: true})
 }

@@ -661,9 +661,20 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 						after[sig.k] = true
 					}
 				}
+				// A lock held from the publication through the init keeps
+				// out a goroutine that takes it before its use.
+				var section lockset
+				for _, h := range c.locksAt(p) {
+					if c.locksAt(ia.at).has(h) {
+						section = append(section, h)
+					}
+				}
 				for _, pub := range pubs {
 					u := c.publishedUse(ix, ia.k, pub, after)
 					if u == nil {
+						continue
+					}
+					if holdsAny(c.locksAt(u.at), section) {
 						continue
 					}
 					c.add(c.initHint(f, p, pub, ia, u))
@@ -1172,7 +1183,7 @@ func (c *checker) checkThenAct() {
 			}
 			var act *store
 			for _, s := range f.stores {
-				if s.close && !s.deferred && strictlyAfter(cs.iff, s.at) && c.guards(f, cs.iff, s.at) {
+				if s.close && !s.deferred && strictlyAfter(cs.iff, s.at) && c.guards(f, cs.iff, s.at) && !c.madeHere(s) {
 					act = s
 					break
 				}
@@ -1680,4 +1691,30 @@ func (c *checker) disposeAnswers(d *store, u *use) bool {
 		return false
 	}
 	return c.waitedBefore(d.fn, d.at, d.deferred, map[key]bool{d.k: true})
+}
+
+func holdsAny(s, of lockset) bool {
+	for _, x := range s {
+		for _, y := range of {
+			if x.k == y.k && (x.write || y.write) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// madeHere reports whether a close may close a channel its own function
+// just made (if ch == nil { ch = make(chan T); close(ch) }).
+func (c *checker) madeHere(s *store) bool {
+	call, ok := s.at.(ssa.CallInstruction)
+	if !ok {
+		return false
+	}
+	for _, o := range c.origins(call.Common().Args[0]) {
+		if mc, ok := o.(*ssa.MakeChan); ok && mc.Parent() == s.fn {
+			return true
+		}
+	}
+	return false
 }

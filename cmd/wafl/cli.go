@@ -102,6 +102,7 @@ and reports the panics they cause.`,
 		newReport(common),
 		newReproduce(common),
 		newMerge(common),
+		newVet(common),
 		newVersion(stdout),
 	)
 	return root

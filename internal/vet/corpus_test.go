@@ -40,9 +40,15 @@ func TestCorpus(t *testing.T) {
 	flagged, twins := 0, 0
 	for _, k := range kernels {
 		bug, fixed := byDir[k.name], byDir[k.name+"/fixed"]
-		if len(bug) == 0 {
+		why, known := knownMisses[k.name]
+		switch {
+		case len(bug) == 0 && known:
+			t.Logf("%s: not flagged (known: %s)", k.name, why)
+		case len(bug) == 0:
 			t.Errorf("%s: no hint on the buggy kernel", k.name)
-		} else {
+		case known:
+			t.Errorf("%s: flagged now: take it out of knownMisses", k.name)
+		default:
 			flagged++
 		}
 		if len(fixed) > 0 {
@@ -63,6 +69,11 @@ func TestCorpus(t *testing.T) {
 	if *update {
 		rewriteBetween(t, "../../docs/vet.md", "<!-- corpus table: go test ./internal/vet -run TestCorpus -update -->", "<!-- end corpus table -->", table)
 	}
+}
+
+// knownMisses are the kernels the analyzer does not flag yet, with why.
+var knownMisses = map[string]string{
+	"deletingmap": "map entries are not objects for vet yet: the entry deleted under one lock and dereferenced after another lookup",
 }
 
 type kernel struct{ name, kind string }

@@ -182,7 +182,10 @@ func (c *checker) computeEntryLocks() {
 			}
 			var s lockset
 			for _, site := range c.callers[fn] {
-				if _, ok := site.(*ssa.Call); !ok {
+				// A deferred call runs at the return, usually with the locks
+				// of the defer statement still held (defer func() { ...;
+				// c.Unlock() }()): taking those can only remove hints.
+				if _, ok := site.(*ssa.Go); ok {
 					s = lockset{}
 					break
 				}

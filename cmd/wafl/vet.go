@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -45,6 +47,15 @@ go vet -vettool=$(which wafl-vet).`,
 							return
 						}
 						ix.Mark(hints)
+						cwd := common.Dir
+						if cwd == "" {
+							cwd, _ = os.Getwd()
+						}
+						for i := range hints {
+							if r, err := filepath.Rel(cwd, hints[i].Report); err == nil && hints[i].Report != "" {
+								hints[i].Report = r
+							}
+						}
 					}
 				}
 			}

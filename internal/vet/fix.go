@@ -82,7 +82,17 @@ func (c *checker) swap(a, b ast.Stmt, msg string) *analysis.SuggestedFix {
 		return nil
 	}
 	ta := src[tf.Offset(a.Pos()):tf.Offset(a.End())]
-	tb := src[tf.Offset(b.Pos()):tf.Offset(b.End())]
+	endB := tf.Offset(b.End())
+	// A comment after b on its line moves with it.
+	rest := src[endB:]
+	eol := bytes.IndexByte(rest, '\n')
+	if eol < 0 {
+		eol = len(rest)
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(rest[:eol]), []byte("//")) {
+		endB += eol
+	}
+	tb := src[tf.Offset(b.Pos()):endB]
 	between := src[tf.Offset(a.End()):tf.Offset(b.Pos())]
 	if bytes.Contains(between, []byte("//")) || bytes.Contains(between, []byte("/*")) {
 		return nil
@@ -93,6 +103,6 @@ func (c *checker) swap(a, b ast.Stmt, msg string) *analysis.SuggestedFix {
 	out.Write(ta)
 	return &analysis.SuggestedFix{
 		Message:   msg,
-		TextEdits: []analysis.TextEdit{{Pos: a.Pos(), End: b.End(), NewText: out.Bytes()}},
+		TextEdits: []analysis.TextEdit{{Pos: a.Pos(), End: tf.Pos(endB), NewText: out.Bytes()}},
 	}
 }

@@ -177,12 +177,19 @@ func (c *checker) computeEntryLocks() {
 				next[fn] = s
 				continue
 			}
+			if s := c.inlineClosureLocks(fn); s != nil {
+				next[fn] = s
+				continue
+			}
 			if !c.allCallersKnown(fn) {
 				continue
 			}
 			var s lockset
 			for _, site := range c.callers[fn] {
-				if _, ok := site.(*ssa.Call); !ok {
+				// A deferred call runs at the return, usually with the locks
+				// of the defer statement still held (defer func() { ...;
+				// c.Unlock() }()): taking those can only remove hints.
+				if _, ok := site.(*ssa.Go); ok {
 					s = lockset{}
 					break
 				}
@@ -262,4 +269,30 @@ func (c *checker) lockedByName(fn *ssa.Function) lockset {
 		}
 	}
 	return out
+}
+
+// inlineClosureLocks returns, for a closure handed to a function that runs
+// it before returning (once.Do(func() { close(ch) })), the locks held at
+// that call.
+func (c *checker) inlineClosureLocks(fn *ssa.Function) lockset {
+	mcs := c.closures[fn]
+	if fn.Parent() == nil || len(c.callers[fn]) > 0 || len(mcs) != 1 || !c.runsInline(mcs[0]) {
+		return nil
+	}
+	var s lockset
+	for _, r := range *mcs[0].Referrers() {
+		call, ok := r.(ssa.CallInstruction)
+		if !ok {
+			return nil
+		}
+		at := lockset{}
+		for _, h := range c.locksAt(call) {
+			at = append(at, held{k: h.k, write: h.write})
+		}
+		s = meet(s, at)
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }

@@ -325,6 +325,9 @@ func (c *checker) disposePair(d *store, u *use) *hint {
 			if cu == cd || sameRoots(cu, cd) || c.pairOrdered(u.fn, u.at, false, cu, d.fn, d.at, d.deferred, cd) {
 				continue
 			}
+			if (cd != nil && holdsAny(c.locksAt(u.at), c.handoff(cd))) || (cu != nil && holdsAny(c.locksAt(d.at), c.handoff(cu))) {
+				continue
+			}
 			if cu != nil {
 				return &hint{
 					kind: KindUseAfterDispose,
@@ -796,6 +799,9 @@ func (c *checker) initByGoroutine(ix *index) {
 					}
 					if u.fn == s.fn && !c.mayPrecede(c.fi(u.fn), s.at, u.at) {
 						continue // before the goroutine starts: not a race
+					}
+					if holdsAny(c.locksAt(u.at), c.handoff(s)) {
+						continue // the goroutine runs inside its starter's critical section
 					}
 					ordered := false
 					for _, cu := range uS {
@@ -1351,7 +1357,7 @@ func (c *checker) waitGroups() {
 					}
 					for _, s := range c.startedBy(p) {
 						done := c.doneIn(s, add.k)
-						if done == nil || c.addBefore(f, add.k, p) {
+						if done == nil || c.addBefore(f, add.k, p) || c.doneAfterReceive(s, done) {
 							continue
 						}
 						h := &hint{
@@ -1717,4 +1723,93 @@ func (c *checker) madeHere(s *store) bool {
 		}
 	}
 	return false
+}
+
+// handoff returns the locks a goroutine inherits: held by its starter at
+// the go statement and unlocked by the goroutine (b.lock.Lock(); go
+// func() { defer b.lock.Unlock(); ... }()). Whoever takes such a lock
+// later runs after the goroutine's work.
+func (c *checker) handoff(s *spawn) lockset {
+	var out lockset
+	for _, h := range c.locksAt(s.at) {
+		if !h.write {
+			continue
+		}
+		for _, r := range s.bodies() {
+			if c.unlocks(r, h.k) {
+				out = append(out, h)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (c *checker) unlocks(fn *ssa.Function, k key) bool {
+	for _, b := range fn.Blocks {
+		for _, in := range b.Instrs {
+			var common *ssa.CallCommon
+			switch x := in.(type) {
+			case *ssa.Call:
+				common = x.Common()
+			case *ssa.Defer:
+				common = x.Common()
+			default:
+				continue
+			}
+			pkg, typ, name := calleeName(common)
+			if pkg == "sync" && (typ == "Mutex" || typ == "RWMutex") && name == "Unlock" && len(common.Args) > 0 && c.ptrKey(common.Args[0]) == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// doneAfterReceive reports whether the goroutine reaches done only after
+// receiving something: work the starter sends it after the Add, not a
+// Done that can race the Add.
+func (c *checker) doneAfterReceive(s *spawn, done ssa.Instruction) bool {
+	fn := done.Parent()
+	reached := false
+	bodies := s.roots
+	if len(s.override) > 0 {
+		bodies = s.bodies()[:len(s.bodies())-len(s.roots)] // what the wrapper runs
+	}
+	for _, r := range bodies {
+		var entries []ssa.Instruction
+		if fn == r {
+			entries = []ssa.Instruction{done}
+		} else {
+			for _, e := range c.reachFrom([]*ssa.Function{r}, nil)[fn] {
+				if e.Parent() == r {
+					entries = append(entries, e)
+				}
+			}
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		reached = true
+		f := c.fi(r)
+		waited := false
+		for _, w := range f.waits {
+			if _, isCall := w.at.(*ssa.Call); isCall {
+				continue
+			}
+			all := true
+			for _, e := range entries {
+				if !f.dominates(w.at, e) && (w.cond == nil || !w.cond.Dominates(e.Block())) {
+					all = false
+				}
+			}
+			if all {
+				waited = true
+			}
+		}
+		if !waited {
+			return false
+		}
+	}
+	return reached
 }

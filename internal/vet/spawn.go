@@ -536,3 +536,13 @@ func (c *checker) paramCalls(common *ssa.CallCommon, roots []*ssa.Function) map[
 	}
 	return out
 }
+
+// bodies returns the functions that make up the goroutine's own code: its
+// roots, or for go run(f) the funcs run stands for.
+func (s *spawn) bodies() []*ssa.Function {
+	var out []*ssa.Function
+	for _, fs := range s.override {
+		out = append(out, fs...)
+	}
+	return append(out, s.roots...)
+}

@@ -13,3 +13,9 @@ import (
 func TestAnalyzer(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "ubi", "uad", "cta", "wg")
 }
+
+// TestSuggestedFixes checks the mechanical fix: the Add (or the init)
+// moves before the adjacent statement that starts the goroutine.
+func TestSuggestedFixes(t *testing.T) {
+	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), vet.Analyzer, "wg")
+}

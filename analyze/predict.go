@@ -126,6 +126,8 @@ type lateTracker struct {
 	// seen: the sites of access and check rows, direct-mapped by id
 	// (a collision forgets a site: it only ranks static pairs).
 	seen *[1 << 16]uint32
+	// goOf: the go statement each child came from (filled by lates)
+	goOf map[uint64]uint32
 }
 
 func newLateTracker(sites bool) *lateTracker {
@@ -205,13 +207,14 @@ type lateG struct {
 
 // lates returns the late goroutines: the go rows without a fork row, the
 // children (of fork rows) with no row of their own, and, when short is
-// set, the children of go statements that ran.
+// set, the children of go statements that ran. It also fills l.goOf.
 func (l *lateTracker) lates(short bool) []lateG {
 	l.flush()
 	type pk struct {
 		g uint64
 		c uint32
 	}
+	l.goOf = make(map[uint64]uint32, len(l.forks))
 	goAt := make(map[pk]int, len(l.gos))
 	for i, g := range l.gos {
 		goAt[pk{g.parent, g.clock}] = i
@@ -225,6 +228,7 @@ func (l *lateTracker) lates(short bool) []lateG {
 		from := f.t
 		if i, ok := goAt[k]; ok {
 			site, from = l.gos[i].site, min(from, l.gos[i].t)
+			l.goOf[f.child] = site
 		}
 		last, ran := l.ran[f.child]
 		switch {

@@ -108,11 +108,17 @@ func (a *analysis) lateConcurrent(lg lateG, g uint64, clock uint32) bool {
 
 // related reports whether goroutine g is the late goroutine's parent, an
 // ancestor of it, or a descendant of it (the late goroutine's siblings
-// and their children). The late side of a static pair has no object: a
-// partner in another branch of the fork tree — another subtest, say —
-// accesses the same field of another object far more often than of the
-// same one, so it is left out.
+// and their children), and was not started by the same go statement. The
+// late side of a static pair has no object: a partner in another branch
+// of the fork tree — another subtest, say — or another goroutine of the
+// same go statement accesses the same field of another object far more
+// often than of the same one, so it is left out.
 func (a *analysis) related(lg lateG, g uint64) bool {
+	if lg.site != 0 && a.late.goOf[g] == lg.site {
+		// Another goroutine of the same go statement: a per-object loop
+		// or a worker of a pool, which owns its own object.
+		return false
+	}
 	f := a.forest.f
 	desc := func(anc, d uint64) bool {
 		return anc == d || f.HappensBefore(lcc.Event{G: anc}, lcc.Event{G: d})

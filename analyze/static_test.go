@@ -279,4 +279,16 @@ func TestStaticPartnerRelatedByForks(t *testing.T) {
 		t.Fatalf("sibling: static %d", st.Static)
 	}
 	wantPairs(t, p, "use-after-dispose 3→4")
+	// A sibling started by the same go statement (a loop per object, as
+	// zap's flushLoop per BufferedWriteSyncer) is not a partner.
+	twin := []row{
+		forkAt(0, 1, 1, 2),
+		goAt(1*ms, 2, 1, 2),
+		goAt(1*ms, 2, 2, 2),
+		forkAt(1*ms, 2, 2, 4),
+		disposeAt(2*ms, 4, 1, 4, l),
+	}
+	if p, st := analyzeRows(t, twin, Options{Sites: mmcSites, Reach: mmcReach}); st.Static != 0 {
+		t.Errorf("same go statement: static %v", pairsOf(p))
+	}
 }

@@ -286,3 +286,18 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// LoadAvg is the 1-minute load average (0 where /proc/loadavg is missing),
+// which the harness writes next to every measurement.
+func LoadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}

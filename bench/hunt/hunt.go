@@ -234,12 +234,12 @@ func (r *Result) Save(results string) error {
 func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	r := &Result{Name: m.Name, Module: m.Path, Version: m.Version, Patterns: m.Patterns, Skip: m.Skip, Short: m.Short,
 		WaflCommit: o.Wafl.Commit, WaflSource: o.WaflSource, WaflVersion: o.Wafl.Version, Date: time.Now().UTC(), Machine: fieldbench.Machine(),
-		Go: goVersion(ctx), LoadStart: LoadAvg(), StepTimeout: o.StepTimeout.String(), Status: "ok"}
+		Go: goVersion(ctx), LoadStart: fieldruns.LoadAvg(), StepTimeout: o.StepTimeout.String(), Status: "ok"}
 	if o.TestTimeout > 0 {
 		r.TestTimeout = o.TestTimeout.String()
 	}
 	defer func() {
-		r.LoadEnd = LoadAvg()
+		r.LoadEnd = fieldruns.LoadAvg()
 		if ctx.Err() != nil {
 			r.Status = "interrupted"
 		}
@@ -551,20 +551,6 @@ func splitTest(name string) (string, string) {
 		return name, ""
 	}
 	return name[:i], name[i+1:]
-}
-
-// LoadAvg is the 1-minute load average (0 where /proc/loadavg is missing).
-func LoadAvg() float64 {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }
 
 func goVersion(ctx context.Context) string {

@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -208,7 +207,7 @@ func runModule(ctx context.Context, m fieldruns.Module, labels []fieldruns.Label
 				" | wafl prepare " + strings.Join(append(append(o.WaflFlags(), m.TestFlags()...), m.Patterns...), " "),
 			Prepare: map[string][]fieldruns.Timing{}, Commits: map[string]string{}}
 		for i := 0; i < reps; i++ {
-			b.Load = append(b.Load, loadAvg())
+			b.Load = append(b.Load, fieldruns.LoadAvg())
 			g := fieldruns.GoTest(ctx, m, src, o.Timeout)
 			b.GoTest = append(b.GoTest, g.Timing)
 			fmt.Fprintf(os.Stderr, "  baseline %d: go test %.2fs wall %.2fs CPU exit %d", i+1, g.Wall, g.CPU, g.Exit)
@@ -228,20 +227,6 @@ func runModule(ctx context.Context, m fieldruns.Module, labels []fieldruns.Label
 		store.Baselines[m.Name] = b
 	}
 	fmt.Fprintf(os.Stderr, "   %s done in %s\n", m.Name, time.Since(t0).Round(time.Second))
-}
-
-// loadAvg is the 1-minute load average (0 where /proc/loadavg is missing).
-func loadAvg() float64 {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }
 
 func goVersion(ctx context.Context) string {

@@ -107,6 +107,7 @@ func (c *checker) run() {
 		sort.Slice(us, func(i, j int) bool { return us[i].at.Pos() < us[j].at.Pos() })
 	}
 	c.useAfterDispose(ix)
+	c.mapEntries()
 	c.useBeforeInit(ix)
 	c.initByGoroutine(ix)
 	c.checkThenAct()

@@ -84,6 +84,9 @@ func (c *checker) collectEntries() (uses []*entryUse, dels []*entryDel) {
 					if v == nil {
 						continue
 					}
+					if !handedKey(in.Index) {
+						continue
+					}
 					if d := c.entryDeref(v, okv); d != nil {
 						uses = append(uses, &entryUse{k: k, fn: fn, at: in, deref: d, index: in.Index, text: c.text(in.X)})
 					}
@@ -112,7 +115,7 @@ func (c *checker) collectEntries() (uses []*entryUse, dels []*entryDel) {
 					switch op {
 					case "Load":
 						v, okv := extracts(in)
-						if v == nil {
+						if v == nil || len(common.Args) < 2 || !handedKey(common.Args[1]) {
 							continue
 						}
 						if d := c.entryDeref(v, okv); d != nil {
@@ -184,7 +187,26 @@ func (c *checker) entryDeref(v, okv ssa.Value) ssa.Instruction {
 	if d == nil || okChecked(okv, d) {
 		return nil
 	}
+	if okv != nil && okv.Referrers() != nil && len(*okv.Referrers()) > 0 {
+		// The ok is looked at: the function handles a missing entry,
+		// along paths the analyzer does not follow (a loop that keeps the
+		// last hit).
+		return nil
+	}
 	return d
+}
+
+// handedKey reports whether a lookup's key is what its function was
+// handed: a parameter or a captured variable (also converted to any). A
+// goroutine that works on one entry is given its key; a key the function
+// computes (a field, a constant, a range variable) names an entry some
+// invariant keeps.
+func handedKey(v ssa.Value) bool {
+	switch unconvert(v).(type) {
+	case *ssa.Parameter, *ssa.FreeVar:
+		return true
+	}
+	return false
 }
 
 // okChecked reports whether in runs only where ok is true: in the true
@@ -288,7 +310,7 @@ func (c *checker) entryGuarded(u *entryUse) bool {
 				if !sameKey(in.Index, u.index) {
 					continue
 				}
-				if c.lookupChecked(in, u.at) {
+				if c.lookupChecked(in, u.at) || c.lazyEntry(f, in, u) {
 					return true
 				}
 			case *ssa.Call:
@@ -399,17 +421,6 @@ func unconvert(v ssa.Value) ssa.Value {
 	return v
 }
 
-// distinctKeys reports whether two keys are different constants: the
-// delete removes another entry.
-func distinctKeys(a, b ssa.Value) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	ka, ok1 := unconvert(a).(*ssa.Const)
-	kb, ok2 := unconvert(b).(*ssa.Const)
-	return ok1 && ok2 && ka.Value != nil && kb.Value != nil && ka.Value.ExactString() != kb.Value.ExactString()
-}
-
 // mapEntries pairs every delete of a map's entries with the unchecked
 // lookups of that map that may run on another goroutine, unordered. Locks
 // do not order them: the entry lives across critical sections, and a
@@ -427,7 +438,7 @@ func (c *checker) mapEntries() {
 	guarded := map[*entryUse]bool{}
 	for _, d := range dels {
 		for _, u := range byKey[d.k] {
-			if u.fn == d.fn || distinctKeys(u.index, d.index) {
+			if u.fn == d.fn {
 				continue
 			}
 			if g, ok := guarded[u]; ok && g {
@@ -440,6 +451,9 @@ func (c *checker) mapEntries() {
 			}
 			if !sameOwner(mapSlot(c.entryMap(u)), mapSlot(c.delMap(d))) {
 				continue
+			}
+			if plainStruct(mapSlot(c.delMap(d))) && c.plainOwner(d.k, u.fn) && c.plainOwner(d.k, d.fn) {
+				continue // a plain data structure: its users synchronize
 			}
 			if h := c.entryPair(d, u); h != nil {
 				c.add(h)
@@ -545,4 +559,25 @@ func (c *checker) entryPair(d *entryDel, u *entryUse) *hint {
 		}
 	}
 	return nil
+}
+
+// lazyEntry reports whether another lookup of the entry, checked for nil,
+// stores the entry when it is missing, before the use on every path: if
+// m[k] == nil { m[k] = v }; m[k].f.
+func (c *checker) lazyEntry(f *funcInfo, other *ssa.Lookup, u *entryUse) bool {
+	iff, nilSucc := nilBranch(other)
+	if iff == nil || !iff.Block().Dominates(u.at.Block()) || len(nilSucc.Preds) != 1 {
+		return false
+	}
+	for _, b := range u.fn.Blocks {
+		if !nilSucc.Dominates(b) {
+			continue
+		}
+		for _, in := range b.Instrs {
+			if mu, ok := in.(*ssa.MapUpdate); ok && sameKey(mu.Key, u.index) && sameSlot(mapSlot(mu.Map), mapSlot(other.X)) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -6,7 +6,9 @@
 # hints go to $OUT/<name>.txt for reading.
 #
 #   internal/vet/eval/modules.sh [name ...]      # default: every module
+#   MODULES=internal/vet/eval/outofsample.tsv internal/vet/eval/modules.sh
 #
+# MODULES (default modules.tsv next to this script) is the list to run.
 # WORK (default a temp dir) holds the copies, OUT (default $WORK/out) the hints.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,4 +50,4 @@ while IFS=$'\t' read -r name mod ver pats <&3; do
 	wall=$(echo "$end - $start" | bc -l)
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f |\n' "$name" "$ver" "$npkg" "$lines" "$total" \
 		"$(count use-before-init)" "$(count use-after-dispose)" "$(count check-then-act)" "$(count waitgroup)" "$wall"
-done 3< <(grep -v '^#' "$here/modules.tsv") </dev/null
+done 3< <(grep -v '^#' "${MODULES:-$here/modules.tsv}") </dev/null

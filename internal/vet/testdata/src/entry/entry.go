@@ -151,7 +151,8 @@ func (r *callers) Forget(k string) {
 	delete(r.m, k)
 }
 
-// Negative: the delete removes another constant key.
+// Negative: the key is a constant, not one the goroutine was handed: an
+// entry some invariant keeps.
 type otherKey struct {
 	mu sync.Mutex
 	m  map[string]*status
@@ -224,3 +225,100 @@ func (r *syncAsserted) pinger(id int) {
 }
 
 func (r *syncAsserted) Remove(id int) { r.conns.Delete(id) }
+
+// Negative: the entry is made when it is missing, before the use.
+type lazy struct {
+	mu sync.Mutex
+	m  map[string]map[int]bool
+}
+
+func (r *lazy) Start(k string) { go r.mark(k, 1) }
+
+func (r *lazy) mark(k string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m[k] == nil {
+		r.m[k] = map[int]bool{}
+	}
+	r.m[k][n] = true
+}
+
+func (r *lazy) Forget(k string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, k)
+}
+
+// Negative: the looked-up value is replaced when it is nil.
+type made struct {
+	mu sync.Mutex
+	m  map[string]*status
+}
+
+func (r *made) Start(k string) { go r.touch(k) }
+
+func (r *made) touch(k string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.m[k]
+	if s == nil {
+		s = &status{}
+		r.m[k] = s
+	}
+	s.state = "touched"
+}
+
+func (r *made) Forget(k string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, k)
+}
+
+// Negative: the lookup's ok is looked at, through a phi the analyzer does
+// not follow: the function handles a missing entry.
+type probed struct {
+	mu sync.Mutex
+	m  map[string]*status
+}
+
+func (r *probed) Start(a, b string) { go r.first(a, b) }
+
+func (r *probed) first(a, b string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.m[a]
+	if !ok {
+		s, ok = r.m[b]
+	}
+	if !ok {
+		return
+	}
+	s.state = "first"
+}
+
+func (r *probed) Forget(k string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, k)
+}
+
+// Positive: the goroutine deletes, while a method the callers run looks
+// the entry up unchecked.
+type reaper struct {
+	mu sync.Mutex
+	m  map[string]*status
+}
+
+func (r *reaper) Start(k string) { go r.reap(k) }
+
+func (r *reaper) reap(k string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, k) // want `possible use-after-dispose: an entry of r.m is deleted by the goroutine started at entry.go:\d+ \(in \(\*reaper\).reap\) while \(\*reaper\).State may look it up at entry.go:\d+`
+}
+
+func (r *reaper) State(k string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[k].state
+}

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/apache/arrow/go/v15 v15.0.2
 	github.com/dave/dst v0.28.0
+	github.com/golangci/plugin-module-register v0.1.2
 	github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2

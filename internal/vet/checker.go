@@ -3,6 +3,7 @@ package vet
 import (
 	"go/token"
 	"go/types"
+	"sort"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -192,6 +193,8 @@ func (c *checker) buildCallGraph() {
 						}
 					}
 				}
+				// The call graph's edges come in map order: sort them.
+				sort.SliceStable(targets, func(i, j int) bool { return targets[i].Pos() < targets[j].Pos() })
 				for _, t := range targets {
 					t = unbound(t)
 					if !c.inPkg[t] {

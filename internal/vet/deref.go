@@ -167,7 +167,8 @@ func (c *checker) phiEdgeChecked(phi *ssa.Phi, v ssa.Value, chain []ssa.Value) b
 		if e != v {
 			continue
 		}
-		if !c.nilChecked(chain, phi.Block().Preds[i]) {
+		pred := phi.Block().Preds[i]
+		if !c.nilChecked(chain, pred) && !nonNilEdge(chain, pred, phi.Block()) {
 			return false
 		}
 	}
@@ -237,4 +238,40 @@ func nilBranch(v ssa.Value) (*ssa.If, *ssa.BasicBlock) {
 		}
 	}
 	return nil, nil
+}
+
+// nonNilEdge reports whether the edge from pred to succ is taken only when
+// one of the values in chain is non-nil: pred ends in `if v == nil` and
+// succ is its else branch (x := m[k]; if x == nil { x = new(T) }; x.f).
+func nonNilEdge(chain []ssa.Value, pred, succ *ssa.BasicBlock) bool {
+	iff, ok := pred.Instrs[len(pred.Instrs)-1].(*ssa.If)
+	if !ok || len(pred.Succs) != 2 {
+		return false
+	}
+	bin, ok := iff.Cond.(*ssa.BinOp)
+	if !ok || (bin.Op != token.EQL && bin.Op != token.NEQ) {
+		return false
+	}
+	var other ssa.Value
+	switch {
+	case isNilConst(bin.Y):
+		other = bin.X
+	case isNilConst(bin.X):
+		other = bin.Y
+	default:
+		return false
+	}
+	nonNil := pred.Succs[1] // v == nil is false
+	if bin.Op == token.NEQ {
+		nonNil = pred.Succs[0]
+	}
+	if nonNil != succ || pred.Succs[0] == pred.Succs[1] {
+		return false
+	}
+	for _, v := range chain {
+		if v == other {
+			return true
+		}
+	}
+	return false
 }

@@ -15,7 +15,9 @@
 //     dereferences it without waiting for that goroutine.
 //   - use-after-dispose: a field that a goroutine may dereference while
 //     another function sets it to nil or closes it, with no order between
-//     the two that the analyzer can prove.
+//     the two that the analyzer can prove; and an entry of a map (or a
+//     sync.Map) that one goroutine looks up and dereferences without
+//     checking that it is there while another deletes entries of the map.
 //   - check-then-act: a close guarded by a check of the same state (a closed
 //     flag, a select with a default on the channel, a nil check, a comma-ok
 //     lookup) outside one critical section, in a function that may run twice

@@ -99,9 +99,15 @@ func (c *checker) joinAfter(s *spawn, fn *ssa.Function, at ssa.Instruction) map[
 		// may return before the Add.
 		for fn2 := range s.reach {
 			for _, op := range c.fi(fn2).wg {
-				if op.op == "Add" {
-					delete(keys, op.k)
+				if op.op != "Add" {
+					continue
 				}
+				if a, ok := op.k.local.(*ssa.Alloc); ok && a.Parent() == fn2 && fn2 == s.fn {
+					// The goroutine calls its starter again (through a func
+					// value): that call adds to a WaitGroup of its own.
+					continue
+				}
+				delete(keys, op.k)
 			}
 		}
 		// WaitGroup.Go adds before it starts the goroutine and calls Done

@@ -26,6 +26,7 @@ type hint struct {
 	msg     string
 	related []analysis.RelatedInformation
 	fixes   []analysis.SuggestedFix
+	callers bool // both accesses on the callers' goroutines (a lock only one side takes)
 }
 
 func (c *checker) add(h *hint) {
@@ -107,6 +108,7 @@ func (c *checker) run() {
 		sort.Slice(us, func(i, j int) bool { return us[i].at.Pos() < us[j].at.Pos() })
 	}
 	c.useAfterDispose(ix)
+	c.mapEntries()
 	c.useBeforeInit(ix)
 	c.initByGoroutine(ix)
 	c.checkThenAct()
@@ -278,6 +280,7 @@ func (c *checker) useAfterDispose(ix *index) {
 			if !d.dispose || d.fresh || !d.k.valid() {
 				continue
 			}
+			var fallback *hint
 			for _, u := range ix.uses[d.k] {
 				if u.send != d.close || u.fn == d.fn {
 					continue
@@ -291,10 +294,24 @@ func (c *checker) useAfterDispose(ix *index) {
 				if !sameOwner(useAddr(u), storeAddr(d.at)) {
 					continue
 				}
-				if h := c.disposePair(d, u); h != nil {
+				h := c.disposePair(d, u)
+				if h == nil {
+					continue
+				}
+				if !h.callers {
+					fallback = nil
 					c.add(h)
 					break
 				}
+				if fallback == nil {
+					fallback = h
+				}
+			}
+			// A use on a goroutine the package starts is the stronger
+			// pair; a use on the callers' goroutine that skips the
+			// dispose's lock is reported when there is none.
+			if fallback != nil {
+				c.add(fallback)
 			}
 		}
 	}
@@ -362,9 +379,10 @@ func (c *checker) disposePair(d *store, u *use) *hint {
 				continue
 			}
 			return &hint{
-				kind: KindUseAfterDispose,
-				pair: [2]token.Pos{c.posOf(d.at), c.usePos(u)},
-				pos:  c.posOf(d.at),
+				kind:    KindUseAfterDispose,
+				callers: true,
+				pair:    [2]token.Pos{c.posOf(d.at), c.usePos(u)},
+				pos:     c.posOf(d.at),
 				msg: "possible use-after-dispose: " + d.text + " " + verb + " in " + c.funcName(d.fn) + " under " + c.lockName(h) +
 					", while " + c.funcName(u.fn) + " may " + useVerb + " at " + c.posString(c.usePos(u)) + " without holding it",
 				related: []analysis.RelatedInformation{
@@ -623,6 +641,8 @@ func (c *checker) initsOf(f *funcInfo, in ssa.Instruction, p ssa.Instruction) []
 			}
 		}
 	}
+	// mayInit is a map: report the same init every run.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].init.Pos() < out[j].init.Pos() })
 	return out
 }
 

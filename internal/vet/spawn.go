@@ -2,6 +2,7 @@ package vet
 
 import (
 	"go/token"
+	"sort"
 
 	"golang.org/x/tools/go/ssa"
 )
@@ -418,7 +419,8 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]initSite {
 					continue
 				}
 				for _, t := range c.callees[call] {
-					for k, is := range c.mayInit(t, depth+1) {
+					for _, k := range sortedInits(c.mayInit(t, depth+1)) {
+						is := c.memoInits[t][k]
 						if is.param < 0 {
 							put(k, is.at, nil)
 							if _, ok := out[k]; !ok {
@@ -545,4 +547,15 @@ func (s *spawn) bodies() []*ssa.Function {
 		out = append(out, fs...)
 	}
 	return append(out, s.roots...)
+}
+
+// sortedInits returns the keys of an init summary in source order of
+// their inits, so that what is reported does not depend on map order.
+func sortedInits(m map[key]initSite) []key {
+	keys := make([]key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]].at.Pos() < m[keys[j]].at.Pos() })
+	return keys
 }

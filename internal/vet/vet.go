@@ -23,8 +23,8 @@ const doc = `report goroutine order bugs: use before init, use after dispose, ch
 
 memorder looks for MEMORDER bugs: a value one goroutine uses before another
 initialized it (go s.loop(); s.h = &H{}), or after another disposed of it
-(set it to nil, closed it) with no order the analyzer can prove between
-them; a close guarded by a check of the same state outside one critical
+(set it to nil, closed it, deleted its map entry) with no order the
+analyzer can prove between them; a close guarded by a check of the same state outside one critical
 section; a WaitGroup Add after the goroutine that calls Done started. Each
 hint is a place to look, or to write a test for; wafl prepare and wafl
 detect turn such a place into a crash when the bug is real.`

@@ -258,3 +258,34 @@ func (s *stopper) Close() {
 	close(s.stop)
 	close(s.done)
 }
+
+// Negative: the goroutines may call Run again (through the hook), but that
+// call adds to a WaitGroup of its own; this call's Wait orders every send
+// before the close.
+type pipe struct{ hook func(int) error }
+
+func newPipe() *pipe {
+	p := &pipe{}
+	p.hook = func(n int) error { return p.Run(n - 1) }
+	return p
+}
+
+func (p *pipe) Run(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.hook(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}

@@ -287,7 +287,10 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 		switch d.Code {
 		case 0:
 			for _, line := range strings.Split(string(d.Err), "\n") {
-				if strings.Contains(line, "panic: "+m.Panic) && strings.Contains(line, "not a MEMORDER bug") {
+				// "panic: runtime error: invalid memory address or nil
+				// pointer dereference" holds the manifest's "nil pointer
+				// dereference" but not "panic: " right before it.
+				if strings.Contains(line, "panic: ") && strings.Contains(line, m.Panic) && strings.Contains(line, "not a MEMORDER bug") {
 					try.Unattributed++
 					break
 				}

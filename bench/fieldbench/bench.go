@@ -200,7 +200,7 @@ func Bench(ctx context.Context, m *Manifest, o Options) *BugResult {
 
 var (
 	candLine  = regexp.MustCompile(`(\d+ events?, \d+ candidate pairs? at \d+ locations?)`)
-	delaysRe  = regexp.MustCompile(`(\d+) delays injected`)
+	delaysRe  = regexp.MustCompile(`(\d+) delays? injected`)
 	timeLine  = regexp.MustCompile(`(?m)^time:.*$`)
 	phaseTime = regexp.MustCompile(`\b(prepare|detect) ((?:[0-9.]+(?:ns|us|µs|ms|s|m|h))+)`)
 )

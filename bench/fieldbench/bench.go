@@ -200,7 +200,7 @@ func Bench(ctx context.Context, m *Manifest, o Options) *BugResult {
 
 var (
 	candLine  = regexp.MustCompile(`(\d+ events?, \d+ candidate pairs? at \d+ locations?)`)
-	delaysRe  = regexp.MustCompile(`(\d+) delays injected`)
+	delaysRe  = regexp.MustCompile(`(\d+) delays? injected`)
 	timeLine  = regexp.MustCompile(`(?m)^time:.*$`)
 	phaseTime = regexp.MustCompile(`\b(prepare|detect) ((?:[0-9.]+(?:ns|us|µs|ms|s|m|h))+)`)
 )
@@ -287,7 +287,10 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 		switch d.Code {
 		case 0:
 			for _, line := range strings.Split(string(d.Err), "\n") {
-				if strings.Contains(line, "panic: "+m.Panic) && strings.Contains(line, "not a MEMORDER bug") {
+				// "panic: runtime error: invalid memory address or nil
+				// pointer dereference" holds the manifest's "nil pointer
+				// dereference" but not "panic: " right before it.
+				if strings.Contains(line, "panic: ") && strings.Contains(line, m.Panic) && strings.Contains(line, "not a MEMORDER bug") {
 					try.Unattributed++
 					break
 				}

@@ -20,6 +20,7 @@
 //	fixed-in:  v2.1.5
 //	test-from: where the test comes from (the project's own test, the fix's regression test, ...)
 //	summary:   one line: what races with what
+//	class:     off-path | map-entry | late-goroutine (optional: where the racing access lies)
 //	exposable: yes | no: why not (needs a fault, fails deterministically, ...)
 //	diagnosis: why wafl misses it, when it does (site, pair, what the delay did)
 //	timeout:   per test run (default 2m)
@@ -55,6 +56,7 @@ type Manifest struct {
 	FixedIn   string
 	TestFrom  string
 	Summary   string
+	Class     string // off-path, map-entry or late-goroutine (issue 23), optional
 	Exposable string
 	Diagnosis string
 	Timeout   time.Duration
@@ -99,7 +101,7 @@ func ParseManifest(path string) (*Manifest, error) {
 		"project": &m.Project, "module": &m.Module, "version": &m.Version,
 		"package": &m.Package, "test": &m.Test, "run": &m.Run, "patch": &m.Patch, "panic": &m.Panic,
 		"issue": &m.Issue, "fix": &m.Fix, "fixed-in": &m.FixedIn, "test-from": &m.TestFrom,
-		"summary": &m.Summary, "exposable": &m.Exposable, "diagnosis": &m.Diagnosis,
+		"summary": &m.Summary, "class": &m.Class, "exposable": &m.Exposable, "diagnosis": &m.Diagnosis,
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)

@@ -94,8 +94,10 @@ func Markdown(ms []*Manifest, res Results, cmdline, notes string) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("%s\n## Field benchmark: real bugs in real module versions\n\n", beginMark)
 	w("Each bug is a public module at the version before its fix, fetched through the Go\n")
-	w("module proxy and copied out of the module cache; the test is the project's own or the fix's\n")
-	w("regression test applied as a patch to test files only (no sleeps, no change to non-test code).\n")
+	w("module proxy and copied out of the module cache; the test is the project's own, the fix's\n")
+	w("regression test, or (where the fix has none) a test written for the bench against the module's\n")
+	w("public API, each applied as a patch to test files only (no change to non-test code; a manifest's\n")
+	w("`test-from` says which, and names any sleep the test has).\n")
 	w("Manifests and patches: `bench/scripts/field/`; driver: `bench/fieldbench` (`make field`,\n")
 	w("`make field BUG=name`); raw numbers: `bench/scripts/field/results.json`.\n\n")
 	// Provenance: distinct (date, machine, go, wafl) of the results shown.

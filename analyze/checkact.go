@@ -131,6 +131,10 @@ func (a *analysis) checkPairs() {
 	r.disposes = nil
 	slices.SortFunc(disp, cmpGTime)
 	p := newPairer(a.delta, a.forest.f)
+	// m takes the mirrored instances: (ℓ2 → ℓ1) for an instance of two
+	// different check sites, with the same gap and the window of g1 over
+	// [τ1 − δ, τ2] (g1's check and act, and what g1 ran before them).
+	m := newPairer(a.delta, a.forest.f)
 	var seen []uint64
 	cs := r.checks
 	for j := range cs {
@@ -147,6 +151,9 @@ func (a *analysis) checkPairs() {
 			seen = append(seen, c1.g)
 			if disposedIn(disp, c1.g, c1.t, c2.t) {
 				p.instance(pairKey{c1.site, c2.site, abi.OpCheck}, c2.obj, c1.t, c1.g, c1.clock, c2.t, c2.g, c2.clock)
+				if c1.site != c2.site {
+					m.instance(pairKey{c2.site, c1.site, abi.OpCheck}, c2.obj, c1.t, c2.g, c2.clock, c2.t, c1.g, c1.clock)
+				}
 			}
 		}
 	}
@@ -158,6 +165,13 @@ func (a *analysis) checkPairs() {
 	}
 	for k, v := range p.pairs {
 		a.pairs[k] = v
+	}
+	for k, v := range m.pairs {
+		if _, ok := a.pairs[k]; !ok { // seen in this order too: the observed pair stands
+			v.mirror = true
+			a.pairs[k] = v
+			a.stats.Mirrored++
+		}
 	}
 	r.checks = nil
 }

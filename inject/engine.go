@@ -39,6 +39,13 @@ type loc struct {
 	// happens-before inference prune its pairs.
 	grown  bool
 	interf []*loc
+	// yields are the other locations whose delay in progress makes a
+	// delay here skip (the placement rule, docs/algorithm.md "Which side
+	// is delayed"): this site lies on the path of their partner — it is in
+	// their interference set, or it is the partner ℓ2 of one of their
+	// pairs — so a delay here would hold back the goroutine their delay
+	// waits for. Locations already in interf are not repeated.
+	yields []*loc
 	pairs  []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
 	partnerOf []partnerRef
@@ -146,6 +153,7 @@ type engine struct {
 	skipInt  atomic.Int64
 	skipCapG atomic.Int64
 	skipCapR atomic.Int64
+	skipPart atomic.Int64 // delays skipped on the partner's side (loc.yields)
 	hbPrunes atomic.Int64
 	reorders atomic.Int64
 	panics   atomic.Int64 // operations about to panic (panics.go)
@@ -231,6 +239,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			}
 		}
 	}
+	if !cfg.ablate.Has(abi.AblateBasic) {
+		e.placeSides()
+	}
 	for _, l := range e.table {
 		e.refreshOn(l)
 	}
@@ -246,6 +257,33 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		e.log = w
 	}
 	return e, nil
+}
+
+// placeSides fills loc.yields: a location ℓ* yields to ℓ1 when ℓ* is in
+// ℓ1's interference set (ℓ* ran in the window of ℓ1's partner, thesis
+// §4.4) or ℓ* is the partner ℓ2 of an unpruned pair of ℓ1, unless ℓ1 is
+// in ℓ*'s own interference set already (the thesis's rule then skips ℓ*
+// as it is). Basic mode has no interference sets and skips nothing.
+func (e *engine) placeSides() {
+	add := func(star, l1 *loc) {
+		if star == nil || !star.isLoc || slices.Contains(star.interf, l1) || slices.Contains(star.yields, l1) {
+			return
+		}
+		star.yields = append(star.yields, l1)
+	}
+	for _, l1 := range e.locs {
+		if l1.dead.Load() {
+			continue
+		}
+		for _, star := range l1.interf {
+			add(star, l1)
+		}
+		for j := range l1.pairs {
+			if !l1.pairs[j].pruned.Load() {
+				add(e.table[l1.pairs[j].second], l1)
+			}
+		}
+	}
 }
 
 // refreshOn recomputes whether At must look at l.
@@ -381,6 +419,15 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 			if o.active.Load() > 0 {
 				e.skipInt.Add(1)
 				e.logSkip(l, g, n, abi.SkipInterference, o.site)
+				return
+			}
+		}
+		// The other direction (placement): a delay in progress whose
+		// partner's path passes l keeps its goroutine the only one held.
+		for _, o := range l.yields {
+			if o.active.Load() > 0 {
+				e.skipPart.Add(1)
+				e.logPartnerSkip(l, g, n, o)
 				return
 			}
 		}

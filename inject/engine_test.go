@@ -715,6 +715,7 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logEnd(l, 7, 1, 5*ms, 20, 0.5)
 	e.logSkip(l, 7, 1, abi.SkipProbability, 0)
 	e.logSkip(l, 7, 2, abi.SkipInterference, 3)
+	e.logPartnerSkip(l, 7, 3, l)
 	e.logHB(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 15, 25)
 	e.logReorder(inflight{id: 1, site: 1, g: 7}, 2, 8, 0x1000, 30)
 	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
@@ -848,5 +849,93 @@ func TestAwaitLatePartner(t *testing.T) {
 	e.hit(2, 7)
 	if waited := e.clk.t.Load() == e.params.MaxDelayNs; waited != will {
 		t.Fatalf("P = 0.5: waited %v, the draw says %v", waited, will)
+	}
+}
+
+// TestPartnerSideSkipped: the placement rule. A delay in progress at ℓ1
+// keeps the partner's goroutine undelayed at a location on its path: one
+// in ℓ1's interference set that does not list ℓ1 in turn (the thesis's
+// rule skips only ℓ1, for a delay that started first at ℓ*), and the
+// partner ℓ2 of a pair of ℓ1 that is itself a delay location. The skip
+// record names the holding location, its delay and the goroutine it
+// holds; with interference ablated both sides are delayed.
+func TestPartnerSideSkipped(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		// 1 → 2 (2 also a location, 2 → 5); 1's window lists 3 (3 → 4).
+		p := testPlan(location(1, 10*ms, 1, 2), location(2, 10*ms, 1, 5), location(3, 10*ms, 1, 4))
+		p.Locations[0].Interference = []uint32{3}
+		p.Params.Decay = 0
+		e := newTestEngine(t, p, func(c *config) {
+			if off {
+				c.ablate |= abi.AblateInterference
+			}
+		})
+		// Goroutine 8 reaches 3, then 2, while goroutine 7 is delayed at 1.
+		e.clk.sleepHook = func() {
+			e.clk.sleepHook = nil
+			e.hit(3, 8)
+			e.hit(2, 8)
+		}
+		e.hit(1, 7)
+		want := int64(0)
+		if off {
+			want = 1
+		}
+		for _, s := range []uint32{2, 3} {
+			if got := e.table[s].delays.Load(); got != want {
+				t.Errorf("ablate interference=%v: delays at %d during the delay at 1 = %d, want %d", off, s, got, want)
+			}
+		}
+		// Once the delay at 1 ended, the partner's locations delay again.
+		e.hit(3, 8)
+		e.hit(2, 8)
+		for _, s := range []uint32{2, 3} {
+			if got := e.table[s].delays.Load(); got != want+1 {
+				t.Errorf("ablate interference=%v: delays at %d after the delay at 1 = %d, want %d", off, s, got, want+1)
+			}
+		}
+		// The other direction is the thesis's rule, unchanged: a delay in
+		// progress at 3 skips 1 (an interference skip, not a partner one).
+		e.table[3].active.Store(1)
+		e.hit(1, 7)
+		e.table[3].active.Store(0)
+		if got := e.table[1].delays.Load(); got != 1+want {
+			t.Errorf("ablate interference=%v: delays at 1 = %d, want %d", off, got, 1+want)
+		}
+		e.logFinish(0)
+		recs := e.records(t)
+		n := count(recs, abi.EvSkip, func(r map[string]any) bool {
+			return r["why"] == abi.SkipPartner && r["by"] == 1.0 && r["g"] == 8.0 && r["delay_g"] == 7.0 && r["id"] == 1.0
+		})
+		fin := count(recs, abi.EvFinish, func(r map[string]any) bool { return r["skip_partner"] == float64(2*(1-want)) })
+		if n != int(2*(1-want)) || fin != 1 {
+			t.Errorf("ablate interference=%v: %d partner skip records, finish with skip_partner right: %d", off, n, fin)
+		}
+	}
+}
+
+// TestPartnerSidesMutual: two locations that are each other's partner
+// (a check-then-act pair and its mirror) are never delayed together,
+// whichever goroutine comes first; basic mode, which has no interference
+// sets, delays both.
+func TestPartnerSidesMutual(t *testing.T) {
+	for _, first := range []uint32{1, 2} {
+		p := testPlan(location(1, 10*ms, 1, 2), location(2, 10*ms, 1, 1))
+		p.Params.Decay = 0
+		e := newTestEngine(t, p, nil)
+		other := 3 - first
+		e.clk.sleepHook = func() {
+			e.clk.sleepHook = nil
+			e.hit(other, 8)
+		}
+		e.hit(first, 7)
+		if e.table[first].delays.Load() != 1 || e.table[other].delays.Load() != 0 {
+			t.Errorf("%d first: delays %d at %d, %d at %d", first, e.table[first].delays.Load(), first, e.table[other].delays.Load(), other)
+		}
+	}
+	p := testPlan(location(1, 10*ms, 1, 2), location(2, 10*ms, 1, 1))
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateBasic })
+	if len(e.table[1].yields) != 0 || len(e.table[2].yields) != 0 {
+		t.Errorf("basic mode: yields %v, %v", e.table[1].yields, e.table[2].yields)
 	}
 }

@@ -118,7 +118,33 @@ func TestNoBugCheckWithoutAct(t *testing.T) {
 		checkAt(9*ms, 2, 1, 4, ch),
 		disposeAt(10*ms, 1, 1, 5, ch),
 	}, Options{})
-	wantPairs(t, p)
+	// No pair of the two checks; g2's check is stale, though: g1's
+	// dispose came 1 ms after it (TestBugStaleCheck).
+	wantPairs(t, p, "check-then-act 4→5")
+}
+
+// A stale check (fsnotify's Add after its isClosed check, certinel PR
+// #18): g2 checks the done channel at site 4 and goes on; g1 closes it
+// (site 6) 8 ms later. The pair (4 → 6) delays g2 after its check past
+// the close, with the gap for its length and g1's window. The checker's
+// own dispose makes no stale pair (g3), nor does a dispose beyond δ (g5).
+func TestBugStaleCheck(t *testing.T) {
+	const ch, ch2, ch3 = 0xC1, 0xC2, 0xC3
+	p, _ := analyzeRows(t, []row{
+		checkAt(1*ms, 2, 1, 4, ch),
+		useAt(2*ms, 2, 2, 9, 0xAA),
+		checkAt(8*ms, 1, 1, 7, ch),
+		disposeAt(9*ms, 1, 2, 6, ch),
+		checkAt(20*ms, 3, 1, 4, ch2),
+		disposeAt(21*ms, 3, 2, 6, ch2),
+		checkAt(30*ms, 5, 1, 4, ch3),
+		disposeAt(300*ms, 1, 3, 6, ch3),
+	}, Options{})
+	wantPairs(t, p, "check-then-act 4→6")
+	l := p.Location(4)
+	if l.MaxGapNs != 8*ms || l.DelayNs != 10*ms {
+		t.Errorf("location: %+v", l)
+	}
 }
 
 func TestNoBugCheckThenActOrderedOrFar(t *testing.T) {

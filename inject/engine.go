@@ -347,7 +347,7 @@ func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 		}
 		wait = append(wait, a)
 	}
-	if len(wait) == 0 || !l.awaited.CompareAndSwap(false, true) {
+	if len(wait) == 0 || e.holding(l) || !l.awaited.CompareAndSwap(false, true) {
 		return false
 	}
 	bound := e.params.MaxDelayNs
@@ -361,13 +361,32 @@ func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 	e.awaits.Add(1)
 	start := e.clk.now()
 	ns := int64(0)
-	for ns < bound && !anyReached(wait) {
+	for ns < bound && !anyReached(wait) && !e.holding(l) {
 		e.clk.sleep(min(awaitStepNs, bound-ns))
 		ns = e.clk.now() - start
 	}
 	e.total.Add(min(ns, bound) - bound) // the budget pays what was waited
 	e.logAwait(l, g, ns)
 	return true
+}
+
+// holding reports whether a delay is in progress at a live location that
+// the dispose at l does not wait for: that delay holds its goroutine so that
+// its partner comes first, and the goroutine disposing at l may be that
+// partner (a close path that passes l before the partner's own dispose).
+// The wait is a delay of the partner's side, and of two sides only the one
+// already delayed is held (the placement rule): the dispose does not wait,
+// or stops waiting.
+func (e *engine) holding(l *loc) bool {
+	if e.cfg.ablate.Has(abi.AblateInterference) || e.active.Load() == 0 {
+		return false
+	}
+	for _, o := range e.locs {
+		if o.active.Load() > 0 && !slices.Contains(l.awaits, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitStepNs is how often a waiting dispose looks for its partner.

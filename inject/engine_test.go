@@ -939,3 +939,51 @@ func TestPartnerSidesMutual(t *testing.T) {
 		t.Errorf("basic mode: yields %v, %v", e.table[1].yields, e.table[2].yields)
 	}
 }
+
+// TestAwaitYieldsToAHeldGoroutine: a dispose does not wait for its late
+// partner while a delay at another location is in progress (the goroutine
+// disposing may be that delay's partner), and a wait in progress ends
+// when such a delay starts; a delay of the awaited location itself does
+// not count, nor does anything with interference ablated.
+func TestAwaitYieldsToAHeldGoroutine(t *testing.T) {
+	plan := func() *plans.Plan { return testPlan(uadLocation(1, 5*ms, 1, 2), uadLocation(3, 5*ms, 1, 4)) }
+	e := newTestEngine(t, plan(), nil)
+	e.table[3].active.Store(1)
+	e.active.Store(1)
+	e.hit(2, 7)
+	if e.clk.t.Load() != 0 || e.awaits.Load() != 0 {
+		t.Fatalf("another delay in progress: the dispose waited until %d", e.clk.t.Load())
+	}
+
+	e = newTestEngine(t, plan(), nil)
+	steps := 0
+	e.clk.sleepHook = func() {
+		if steps++; steps == 3 {
+			e.table[3].active.Store(1) // another location's delay starts
+			e.active.Store(1)
+		}
+	}
+	e.hit(2, 7)
+	if got := e.clk.t.Load(); got != 3*awaitStepNs || e.awaits.Load() != 1 {
+		t.Fatalf("a delay started after 3 steps: the dispose waited until %d (awaits %d)", got, e.awaits.Load())
+	}
+
+	for _, off := range []bool{false, true} {
+		e = newTestEngine(t, plan(), func(c *config) {
+			if off {
+				c.ablate |= abi.AblateInterference
+			}
+		})
+		e.table[1].active.Store(1) // the awaited location itself (another instance)
+		e.active.Store(1)
+		if !off {
+			e.table[3].active.Store(0)
+		} else {
+			e.table[3].active.Store(1)
+		}
+		e.hit(2, 7)
+		if got := e.clk.t.Load(); got != e.params.MaxDelayNs {
+			t.Errorf("ablate interference=%v: the dispose waited until %d, want the full wait %d", off, got, e.params.MaxDelayNs)
+		}
+	}
+}

@@ -16,8 +16,8 @@
 // to the parts the race goes through: Add checks isClosed (a select with a
 // default on the done channel) and then adds a watch on the inotify file,
 // which fails once the reader goroutine has closed the file; Close closes
-// done and waits for the reader goroutine, which closes the file, Events and
-// Errors. The test waits 8 ms between the load error and Close (upstream it
+// done (once: two concurrent Closes are fsnotify's other bug, #367) and
+// waits for the reader goroutine, which closes the file, Events and Errors. The test waits 8 ms between the load error and Close (upstream it
 // calls Close at once), so that a plain run adds the path first.
 //
 // Kind: use-after-dispose (send on closed channel, on an error path).
@@ -62,12 +62,13 @@ type Watcher struct {
 	Events chan Event
 	Errors chan error
 
-	mu       sync.Mutex
-	fd       *inotifyFile
-	watches  map[string]int
-	done     chan struct{}
-	doneResp chan struct{}
-	wake     chan struct{}
+	mu        sync.Mutex
+	fd        *inotifyFile
+	watches   map[string]int
+	done      chan struct{}
+	closeOnce sync.Once
+	doneResp  chan struct{}
+	wake      chan struct{}
 }
 
 // NewWatcher starts a watcher and its reader goroutine.
@@ -114,8 +115,10 @@ func (w *Watcher) Close() error {
 	if w.isClosed() {
 		return nil
 	}
-	close(w.done)
-	w.wake <- struct{}{}
+	w.closeOnce.Do(func() {
+		close(w.done)
+		w.wake <- struct{}{}
+	})
 	<-w.doneResp
 	return nil
 }

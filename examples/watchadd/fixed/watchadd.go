@@ -43,12 +43,13 @@ type Watcher struct {
 	Events chan Event
 	Errors chan error
 
-	mu       sync.Mutex
-	fd       *inotifyFile
-	watches  map[string]int
-	done     chan struct{}
-	doneResp chan struct{}
-	wake     chan struct{}
+	mu        sync.Mutex
+	fd        *inotifyFile
+	watches   map[string]int
+	done      chan struct{}
+	closeOnce sync.Once
+	doneResp  chan struct{}
+	wake      chan struct{}
 }
 
 // NewWatcher starts a watcher and its reader goroutine.
@@ -95,8 +96,10 @@ func (w *Watcher) Close() error {
 	if w.isClosed() {
 		return nil
 	}
-	close(w.done)
-	w.wake <- struct{}{}
+	w.closeOnce.Do(func() {
+		close(w.done)
+		w.wake <- struct{}{}
+	})
 	<-w.doneResp
 	return nil
 }

@@ -92,6 +92,7 @@ type Client struct {
 	link   *Link
 	ch     *Channel
 	frames chan Frame
+	quit   chan struct{}
 	done   chan struct{}
 }
 
@@ -102,6 +103,7 @@ func Dial() *Client {
 		link:   l,
 		ch:     &Channel{link: l, readChan: make(chan []byte, 16), doneChan: make(chan struct{})},
 		frames: make(chan Frame, 16),
+		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
 	go c.readLoop()
@@ -116,18 +118,23 @@ func (c *Client) Deliver(f Frame) { c.frames <- f }
 
 // Shutdown stops the read loop and waits for it.
 func (c *Client) Shutdown() {
-	close(c.frames)
+	close(c.quit)
 	<-c.done
 }
 
 func (c *Client) readLoop() {
 	defer close(c.done)
-	for f := range c.frames {
-		switch f.Type {
-		case FrameChannelClosed:
-			c.ch.OnChannelClosed()
-		case FrameSend:
-			c.ch.readChan <- f.Body
+	for {
+		select {
+		case f := <-c.frames:
+			switch f.Type {
+			case FrameChannelClosed:
+				c.ch.OnChannelClosed()
+			case FrameSend:
+				c.ch.readChan <- f.Body
+			}
+		case <-c.quit:
+			return
 		}
 	}
 }

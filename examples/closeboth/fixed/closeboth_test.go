@@ -12,7 +12,6 @@ import (
 func TestCloseWhileRemoteCloses(t *testing.T) {
 	c := Dial()
 	ch := c.Channel()
-	c.Deliver(Frame{Type: FrameSend, Body: []byte("hello")})
 	remoteFirst := rand.IntN(2) == 0
 	remote := make(chan struct{})
 	go func() {

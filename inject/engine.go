@@ -64,6 +64,7 @@ type loc struct {
 	dead      atomic.Bool   // left S during this run
 	instances atomic.Uint64 // dynamic instances seen at this location
 	active    atomic.Int32  // delays in progress here
+	until     atomic.Int64  // latest planned end of a delay in progress here, ns
 	delays    atomic.Int64  // delays injected here this run
 	skipProb  atomic.Int64
 
@@ -433,9 +434,16 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	if h := decisionHook.Load(); h != nil {
 		(*h)(l.site)
 	}
-	if !e.cfg.ablate.Has(abi.AblateInterference) {
+	d := l.delayNs
+	if !e.cfg.ablate.Has(abi.AblateInterference) && (len(l.interf) > 0 || len(l.yields) > 0) {
+		// Both directions skip only a delay that overlaps the other one
+		// where it matters: the goroutine held at ℓ*, if it is ℓ1's
+		// partner, reaches ℓ2 once released, so the two cancel only when
+		// that release comes after ℓ1's delayed access, within the
+		// scheduling slack.
+		now, slack := e.clk.now(), max(e.params.SlackNs, hbMinSlackNs)
 		for _, o := range l.interf {
-			if o.active.Load() > 0 {
+			if o.active.Load() > 0 && o.until.Load() > now+d-slack {
 				e.skipInt.Add(1)
 				e.logSkip(l, g, n, abi.SkipInterference, o.site)
 				return
@@ -444,14 +452,13 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 		// The other direction (placement): a delay in progress whose
 		// partner's path passes l keeps its goroutine the only one held.
 		for _, o := range l.yields {
-			if o.active.Load() > 0 {
+			if o.active.Load() > 0 && now+d > o.until.Load()-slack {
 				e.skipPart.Add(1)
 				e.logPartnerSkip(l, g, n, o)
 				return
 			}
 		}
 	}
-	d := l.delayNs
 	if e.total.Add(d) > e.params.MaxDelayPerRunNs {
 		e.total.Add(-d)
 		e.skipCapR.Add(1)
@@ -478,6 +485,12 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	l.delays.Add(1)
 	e.nDelays.Add(1)
 	ts := e.clk.now()
+	for {
+		old := l.until.Load()
+		if ts+d <= old || l.until.CompareAndSwap(old, ts+d) {
+			break
+		}
+	}
 	l.mu.Lock()
 	slot := l.nrec % recentDelays
 	l.recent[slot] = delayRec{id: id, g: g, ns: d, ts: ts}

@@ -241,7 +241,8 @@ func TestInterferenceSkip(t *testing.T) {
 				c.ablate |= abi.AblateInterference
 			}
 		})
-		e.table[3].active.Store(1) // a delay at 3 is in progress
+		e.table[3].active.Store(1) // a delay at 3 is in progress, 1 s more
+		e.table[3].until.Store(int64(time.Second))
 		e.hit(1, 7)
 		want := int64(1)
 		if !off {
@@ -897,6 +898,7 @@ func TestPartnerSideSkipped(t *testing.T) {
 		// The other direction is the thesis's rule, unchanged: a delay in
 		// progress at 3 skips 1 (an interference skip, not a partner one).
 		e.table[3].active.Store(1)
+		e.table[3].until.Store(e.clk.t.Load() + int64(time.Second))
 		e.hit(1, 7)
 		e.table[3].active.Store(0)
 		if got := e.table[1].delays.Load(); got != 1+want {
@@ -985,5 +987,48 @@ func TestAwaitYieldsToAHeldGoroutine(t *testing.T) {
 		if got := e.clk.t.Load(); got != e.params.MaxDelayNs {
 			t.Errorf("ablate interference=%v: the dispose waited until %d, want the full wait %d", off, got, e.params.MaxDelayNs)
 		}
+	}
+}
+
+// TestInterferenceNeedsOverlap: a delay in progress at ℓ* skips ℓ1 only
+// when it still holds its goroutine at ℓ1's delayed access (within the
+// slack): one that ends well before lets its goroutine — ℓ1's partner, if
+// it is — reach ℓ2 first, and ℓ1 is delayed. In the other direction, a
+// delay at ℓ* that would end before the delay in progress at ℓ1 (within
+// the slack) is not skipped.
+func TestInterferenceNeedsOverlap(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
+	p.Locations[0].Interference = []uint32{3}
+	p.Params.Decay = 0
+	p.Params.SlackNs = 2 * ms
+	e := newTestEngine(t, p, nil)
+	e.clk.set(100 * ms)
+	e.table[3].active.Store(1)
+	// The run's delay at 1 is 10 ms + 2 ms slack: its access would come at
+	// 112 ms. The delay at 3 ends at 103 ms.
+	e.table[3].until.Store(103 * ms)
+	e.hit(1, 7)
+	if got := e.table[1].delays.Load(); got != 1 {
+		t.Errorf("interfering delay ending 9 ms before the access: delays at 1 = %d, want 1", got)
+	}
+	e.table[3].until.Store(e.clk.t.Load() + 11*ms) // ends 1 ms before the access: within the slack
+	e.hit(1, 7)
+	if got := e.table[1].delays.Load(); got != 1 {
+		t.Errorf("interfering delay ending within the slack: delays at 1 = %d, want 1 (skipped)", got)
+	}
+
+	// 1 in progress until now + 30 ms; 3 (in 1's window) would delay 10 ms.
+	e = newTestEngine(t, p, nil)
+	e.clk.set(100 * ms)
+	e.table[1].active.Store(1)
+	e.table[1].until.Store(130 * ms)
+	e.hit(3, 8)
+	if got := e.table[3].delays.Load(); got != 1 {
+		t.Errorf("partner's delay ending 18 ms before the held access: delays at 3 = %d, want 1", got)
+	}
+	e.table[1].until.Store(e.clk.t.Load() + 13*ms) // 3's 12 ms would end 1 ms before it
+	e.hit(3, 8)
+	if got := e.table[3].delays.Load(); got != 1 {
+		t.Errorf("partner's delay ending within the slack of the held access: delays at 3 = %d, want 1 (skipped)", got)
 	}
 }

@@ -480,17 +480,19 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	e.fmu.Lock()
 	e.flight = append(e.flight, inflight{id: id, site: l.site, g: g, obj: obj})
 	e.fmu.Unlock()
+	// The planned end is set before the delay counts as in progress, so
+	// that a decision that sees it in progress sees its end too.
+	for end := e.clk.now() + d; ; {
+		old := l.until.Load()
+		if end <= old || l.until.CompareAndSwap(old, end) {
+			break
+		}
+	}
 	l.active.Add(1)
 	e.active.Add(1)
 	l.delays.Add(1)
 	e.nDelays.Add(1)
 	ts := e.clk.now()
-	for {
-		old := l.until.Load()
-		if ts+d <= old || l.until.CompareAndSwap(old, ts+d) {
-			break
-		}
-	}
 	l.mu.Lock()
 	slot := l.nrec % recentDelays
 	l.recent[slot] = delayRec{id: id, g: g, ns: d, ts: ts}

@@ -39,12 +39,13 @@ type loc struct {
 	// happens-before inference prune its pairs.
 	grown  bool
 	interf []*loc
-	// yields are the other locations whose delay in progress makes a
-	// delay here skip (the placement rule, docs/algorithm.md "Which side
-	// is delayed"): this site lies on the path of their partner — it is in
-	// their interference set, or it is the partner ℓ2 of one of their
-	// pairs — so a delay here would hold back the goroutine their delay
-	// waits for. Locations already in interf are not repeated.
+	// yields are the locations whose delay in progress makes a delay here
+	// skip when this one would outlast it (the placement rule,
+	// docs/algorithm.md "Which side is delayed"): this site lies on the
+	// path of their partner — it is in their interference set, or it is
+	// the partner ℓ2 of one of their pairs — so a delay here would hold
+	// back the goroutine their delay waits for. A location may be in both
+	// interf and yields (mutual interference, this site itself).
 	yields []*loc
 	pairs  []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
@@ -262,12 +263,11 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 
 // placeSides fills loc.yields: a location ℓ* yields to ℓ1 when ℓ* is in
 // ℓ1's interference set (ℓ* ran in the window of ℓ1's partner, thesis
-// §4.4) or ℓ* is the partner ℓ2 of an unpruned pair of ℓ1, unless ℓ1 is
-// in ℓ*'s own interference set already (the thesis's rule then skips ℓ*
-// as it is). Basic mode has no interference sets and skips nothing.
+// §4.4) or ℓ* is the partner ℓ2 of an unpruned pair of ℓ1. Basic mode has
+// no interference sets and skips nothing.
 func (e *engine) placeSides() {
 	add := func(star, l1 *loc) {
-		if star == nil || !star.isLoc || slices.Contains(star.interf, l1) || slices.Contains(star.yields, l1) {
+		if star == nil || !star.isLoc || slices.Contains(star.yields, l1) {
 			return
 		}
 		star.yields = append(star.yields, l1)
@@ -436,23 +436,33 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	}
 	d := l.delayNs
 	if !e.cfg.ablate.Has(abi.AblateInterference) && (len(l.interf) > 0 || len(l.yields) > 0) {
-		// Both directions skip only a delay that overlaps the other one
-		// where it matters: the goroutine held at ℓ*, if it is ℓ1's
-		// partner, reaches ℓ2 once released, so the two cancel only when
-		// that release comes after ℓ1's delayed access, within the
-		// scheduling slack.
+		// Two delays cancel only where they overlap. The goroutine held at
+		// ℓ*, if it is ℓ1's partner, reaches ℓ2 once released: ℓ1 is
+		// skipped when that release comes after ℓ1's delayed access (the
+		// thesis's direction). A delay here, if this goroutine is the
+		// partner of the delay in progress at ℓ*, holds it past that
+		// delay's access: skipped when it would (the placement rule). A
+		// delay in progress that ends within the slack protects nothing:
+		// its access comes now either way.
 		now, slack := e.clk.now(), max(e.params.SlackNs, hbMinSlackNs)
+		outlasts := func(o *loc, rem int64) bool {
+			return rem >= slack && d > rem-slack && slices.Contains(l.yields, o)
+		}
 		for _, o := range l.interf {
-			if o.active.Load() > 0 && o.until.Load() > now+d-slack {
+			if o.active.Load() == 0 {
+				continue
+			}
+			if rem := o.until.Load() - now; rem > d-slack || outlasts(o, rem) {
 				e.skipInt.Add(1)
 				e.logSkip(l, g, n, abi.SkipInterference, o.site)
 				return
 			}
 		}
-		// The other direction (placement): a delay in progress whose
-		// partner's path passes l keeps its goroutine the only one held.
 		for _, o := range l.yields {
-			if o.active.Load() > 0 && now+d > o.until.Load()-slack {
+			if o.active.Load() == 0 || slices.Contains(l.interf, o) {
+				continue
+			}
+			if outlasts(o, o.until.Load()-now) {
 				e.skipPart.Add(1)
 				e.logPartnerSkip(l, g, n, o)
 				return

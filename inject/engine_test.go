@@ -21,14 +21,19 @@ const ms = int64(time.Millisecond)
 type fakeClock struct {
 	t atomic.Int64
 	// sleepHook, if set, runs after each sleep (a test's other goroutine
-	// acting while one sleeps).
+	// acting while one sleeps); midHook at its start, before the clock
+	// moves (acting during the sleep).
 	sleepHook func()
+	midHook   func()
 }
 
 func (c *fakeClock) clock() clock {
 	return clock{
 		now: func() int64 { return c.t.Load() },
 		sleep: func(ns int64) {
+			if c.midHook != nil {
+				c.midHook()
+			}
 			c.t.Add(ns)
 			if c.sleepHook != nil {
 				c.sleepHook()
@@ -872,8 +877,8 @@ func TestPartnerSideSkipped(t *testing.T) {
 			}
 		})
 		// Goroutine 8 reaches 3, then 2, while goroutine 7 is delayed at 1.
-		e.clk.sleepHook = func() {
-			e.clk.sleepHook = nil
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
 			e.hit(3, 8)
 			e.hit(2, 8)
 		}
@@ -926,8 +931,8 @@ func TestPartnerSidesMutual(t *testing.T) {
 		p.Params.Decay = 0
 		e := newTestEngine(t, p, nil)
 		other := 3 - first
-		e.clk.sleepHook = func() {
-			e.clk.sleepHook = nil
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
 			e.hit(other, 8)
 		}
 		e.hit(first, 7)
@@ -1030,5 +1035,41 @@ func TestInterferenceNeedsOverlap(t *testing.T) {
 	e.hit(3, 8)
 	if got := e.table[3].delays.Load(); got != 1 {
 		t.Errorf("partner's delay ending within the slack of the held access: delays at 3 = %d, want 1 (skipped)", got)
+	}
+}
+
+// TestSelfInterferenceBothDirections: the thesis's Figure 4.2b. The
+// worker is delayed at 11 (250 ms); the closing goroutine reaches 11, 80 ms
+// later, right before its dispose: its delay would hold it past the
+// worker's delayed use, so it is skipped (an interference skip: 11 is in
+// its own set). Near the end of the worker's delay — within the slack —
+// the worker's use comes now either way, and the other goroutine is
+// delayed.
+func TestSelfInterferenceBothDirections(t *testing.T) {
+	for _, at := range []int64{80 * ms, 251 * ms} {
+		l := uadLocation(11, 250*ms, 1, 12)
+		l.Interference = []uint32{11}
+		p := testPlan(l)
+		p.Params.Decay = 0
+		p.Params.SlackNs = 2 * ms
+		p.Params.MaxDelayNs = 300 * ms
+		e := newTestEngine(t, p, nil)
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
+			e.clk.set(at)
+			e.hit(11, 8)
+		}
+		e.hit(11, 7)
+		want := int64(1)
+		if at == 251*ms {
+			want = 2
+		}
+		if got := e.table[11].delays.Load(); got != want {
+			t.Errorf("closing goroutine at %v: delays at 11 = %d, want %d", time.Duration(at), got, want)
+		}
+		n := count(e.records(t), abi.EvSkip, func(r map[string]any) bool { return r["why"] == abi.SkipInterference && r["by"] == 11.0 })
+		if n != int(2-want) {
+			t.Errorf("closing goroutine at %v: %d interference skips", time.Duration(at), n)
+		}
 	}
 }

@@ -44,6 +44,13 @@ const (
 	SkipCapGoroutine = "cap-goroutine" // MaxDelayPerGoroutineNs reached
 	SkipCapRun       = "cap-run"       // MaxDelayPerRunNs reached
 	SkipProbability  = "probability"   // the draw said no (P < 1)
+	// SkipPartner: a delay of another location was in progress whose
+	// partner's path this location lies on (it is in that location's
+	// interference set, or it is the partner ℓ2 of one of its pairs): of
+	// the two sides only the one already delayed, the side that must lose
+	// the race, stays delayed. The record names the holding location (by),
+	// its delay (id) and the goroutine it holds (delay_g).
+	SkipPartner = "partner"
 )
 
 // PanicKind classifies a Go panic: the "kind" field of EvPanic records,
@@ -130,7 +137,7 @@ const (
 	KeyN       = "n"       // a site's dynamic instance
 	KeyP       = "p"       // a location's probability
 	KeyWhy     = "why"     // skip: a Skip* reason
-	KeyBy      = "by"      // skip: the interfering location
+	KeyBy      = "by"      // skip: the interfering or holding location
 	KeyFirst   = "first"   // a pair's ℓ1
 	KeySecond  = "second"  // a pair's ℓ2
 	KeyDelayG  = "delay_g" // the delayed goroutine
@@ -151,6 +158,7 @@ const (
 	KeyReorders         = "reorders"           // finish: reorders seen
 	KeyDrainNs          = "drain_ns"           // finish: time spent waiting for delayed goroutines
 	KeyAwaits           = "awaits"             // finish: disposes that waited for a late partner
+	KeySkipPartner      = "skip_partner"       // finish: skips on the partner's side of a delay in progress
 )
 
 // RunLogRecord is the shape of one kind of run log record.
@@ -167,7 +175,7 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvSetup, Keys: []string{KeyUnixNs, KeyPid, KeyRun, KeySeed, KeySeedSet, KeyPlan, KeyLocations, KeyLiveLocations, KeyAblate}},
 	{Ev: EvDelay, Keys: []string{KeyID, KeySite, KeyG, KeyObj, KeyNs, KeyN}},
 	{Ev: EvEnd, Keys: []string{KeyID, KeySite, KeyG, KeyNs, KeyP}},
-	{Ev: EvSkip, Keys: []string{KeySite, KeyG, KeyN, KeyWhy}, Optional: []string{KeyBy}},
+	{Ev: EvSkip, Keys: []string{KeySite, KeyG, KeyN, KeyWhy}, Optional: []string{KeyBy, KeyID, KeyDelayG}},
 	{Ev: EvHB, Keys: []string{KeyFirst, KeySecond, KeyID, KeyG, KeyDelayG, KeyGap, KeyDelayNs}},
 	{Ev: EvReorder, Keys: []string{KeyFirst, KeySecond, KeyID, KeyG, KeyDelayG, KeyObj}},
 	{Ev: EvPanic, Keys: []string{KeySite, KeyG, KeyObj, KeyKind}},
@@ -175,5 +183,5 @@ var RunLog = [...]RunLogRecord{
 	{Ev: EvTrap, Keys: []string{KeyFirst, KeySecond, KeyKind, KeyObj, KeyGap, KeyG, KeyDelayNs}},
 	{Ev: EvAwait, Keys: []string{KeySite, KeyG, KeyNs}},
 	{Ev: EvLoc, Keys: []string{KeySite, KeyP, KeyLive, KeyDelays, KeyInstances, KeySkipProb}},
-	{Ev: EvFinish, Keys: []string{KeyDelays, KeyDelayNs, KeySkipInterference, KeySkipCapGoroutine, KeySkipCapRun, KeyHB, KeyReorders, KeyDrainNs, KeyAwaits}},
+	{Ev: EvFinish, Keys: []string{KeyDelays, KeyDelayNs, KeySkipInterference, KeySkipCapGoroutine, KeySkipCapRun, KeyHB, KeyReorders, KeyDrainNs, KeyAwaits, KeySkipPartner}},
 }

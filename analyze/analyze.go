@@ -117,6 +117,7 @@ type Stats struct {
 	Predicted    int   // candidate pairs predicted for late goroutines (predict.go)
 	Static       int   // static candidate pairs of late goroutines (static.go)
 	StaticLeft   int   // static candidate pairs beyond the cap, left out
+	Mirrored     int   // check-then-act pairs mirrored from an observed pair of two check sites (checkact.go)
 
 	Candidates   int // distinct candidate pairs {ℓ1, ℓ2} in S
 	Locations    int // distinct delay locations ℓ1
@@ -619,6 +620,8 @@ func fromOf(agg *pairAgg) string {
 		return plans.FromStatic
 	case agg.predicted:
 		return plans.FromPredicted
+	case agg.mirror:
+		return plans.FromMirror
 	}
 	return ""
 }

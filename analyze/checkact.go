@@ -110,7 +110,7 @@ func appendChunked(chunks [][]checkRow, row checkRow) [][]checkRow {
 // strategy's pairs, with the fork forest built).
 func (a *analysis) checkPairs() {
 	r := a.checks
-	if r == nil || len(r.checks) < 2 || r.ndisp == 0 {
+	if r == nil || len(r.checks) == 0 || r.ndisp == 0 {
 		return
 	}
 	if r.dropped > 0 {
@@ -123,16 +123,45 @@ func (a *analysis) checkPairs() {
 		return cmp.Compare(x.t, y.t)
 	})
 	disp := make([]gTime, 0, r.ndisp)
+	dobj := make([]checkRow, 0, r.ndisp)
 	for _, c := range r.disposes {
 		for _, d := range c {
 			disp = append(disp, gTime{g: d.g, t: d.t})
+			dobj = append(dobj, d)
 		}
 	}
 	r.disposes = nil
 	slices.SortFunc(disp, cmpGTime)
+	slices.SortFunc(dobj, func(x, y checkRow) int {
+		if x.obj != y.obj {
+			return cmp.Compare(x.obj, y.obj)
+		}
+		return cmp.Compare(x.t, y.t)
+	})
 	p := newPairer(a.delta, a.forest.f)
+	// m takes the mirrored instances: (ℓ2 → ℓ1) for an instance of two
+	// different check sites, with the same gap and the window of g1 over
+	// [τ1 − δ, τ2] (g1's check and act, and what g1 ran before them).
+	m := newPairer(a.delta, a.forest.f)
 	var seen []uint64
 	cs := r.checks
+	for j := range cs {
+		// A stale check: the first dispose of the checked object at or
+		// after the check, within δ, is another goroutine's. The delay
+		// after the check lets that dispose come first, and the checking
+		// goroutine goes on with what its check saw.
+		c1 := &cs[j]
+		k, _ := slices.BinarySearchFunc(dobj, checkRow{obj: c1.obj, t: c1.t}, func(x, y checkRow) int {
+			if x.obj != y.obj {
+				return cmp.Compare(x.obj, y.obj)
+			}
+			return cmp.Compare(x.t, y.t)
+		})
+		if k < len(dobj) && dobj[k].obj == c1.obj && dobj[k].g != c1.g && inWindow(c1.t, dobj[k].t, a.delta) {
+			d := &dobj[k]
+			p.instance(pairKey{c1.site, d.site, abi.OpCheck}, c1.obj, c1.t, c1.g, c1.clock, d.t, d.g, d.clock)
+		}
+	}
 	for j := range cs {
 		c2 := &cs[j]
 		seen = seen[:0]
@@ -147,6 +176,9 @@ func (a *analysis) checkPairs() {
 			seen = append(seen, c1.g)
 			if disposedIn(disp, c1.g, c1.t, c2.t) {
 				p.instance(pairKey{c1.site, c2.site, abi.OpCheck}, c2.obj, c1.t, c1.g, c1.clock, c2.t, c2.g, c2.clock)
+				if c1.site != c2.site {
+					m.instance(pairKey{c2.site, c1.site, abi.OpCheck}, c2.obj, c1.t, c2.g, c2.clock, c2.t, c1.g, c1.clock)
+				}
 			}
 		}
 	}
@@ -158,6 +190,13 @@ func (a *analysis) checkPairs() {
 	}
 	for k, v := range p.pairs {
 		a.pairs[k] = v
+	}
+	for k, v := range m.pairs {
+		if _, ok := a.pairs[k]; !ok { // seen in this order too: the observed pair stands
+			v.mirror = true
+			a.pairs[k] = v
+			a.stats.Mirrored++
+		}
 	}
 	r.checks = nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/plans"
 )
 
 func checkAt(t int64, g uint64, clock, site uint32, obj uint64) row {
@@ -53,7 +54,59 @@ func TestBugCheckFlagThenClose(t *testing.T) {
 		disposeAt(2*ms, 1, 1, 9, qch),
 		checkAt(5*ms, 2, 1, 10, flag),
 	}, Options{})
-	wantPairs(t, p, "check-then-act 7→10")
+	// The observed pair and its mirror (the checks are two sites).
+	wantPairs(t, p, "check-then-act 7→10", "check-then-act 10→7")
+}
+
+// Two goroutines check one flag at two sites and either may check first:
+// the pair seen (7 → 10) is mirrored (10 → 7), so that in a run where g2
+// checks first g2 is the side delayed. The mirror has the observed gap,
+// its window is g1's, and each location is in the other's interference
+// set: of the two sides, one is delayed at a time.
+func TestBugCheckThenActMirrored(t *testing.T) {
+	const flag, qch = 0xF1, 0xC2
+	p, st := analyzeRows(t, []row{
+		checkAt(0, 1, 1, 7, flag),
+		disposeAt(2*ms, 1, 1, 9, qch),
+		checkAt(4*ms, 2, 1, 10, flag),
+	}, Options{})
+	wantPairs(t, p, "check-then-act 7→10", "check-then-act 10→7")
+	seen, mirror := p.Location(7), p.Location(10)
+	if seen.Pairs[0].From != "" || mirror.Pairs[0].From != plans.FromMirror {
+		t.Errorf("from: seen %q, mirror %q", seen.Pairs[0].From, mirror.Pairs[0].From)
+	}
+	if mirror.MaxGapNs != 4*ms || mirror.DelayNs != seen.DelayNs {
+		t.Errorf("mirror location %+v, seen %+v", mirror, seen)
+	}
+	if !slices.Contains(seen.Interference, 10) || !slices.Contains(mirror.Interference, 7) {
+		t.Errorf("interference: 7 → %v, 10 → %v", seen.Interference, mirror.Interference)
+	}
+	if st.Mirrored != 1 {
+		t.Errorf("Mirrored = %d, want 1", st.Mirrored)
+	}
+}
+
+// When the trace has both orders, both pairs are observed: nothing is
+// mirrored. One site checked by both goroutines needs no mirror either.
+func TestCheckThenActBothOrdersSeen(t *testing.T) {
+	const flag, qch, flag2 = 0xF1, 0xC2, 0xF2
+	p, st := analyzeRows(t, []row{
+		checkAt(0, 1, 1, 7, flag),
+		disposeAt(2*ms, 1, 1, 9, qch),
+		checkAt(4*ms, 2, 1, 10, flag),
+		checkAt(200*ms, 2, 2, 10, flag2),
+		disposeAt(202*ms, 2, 2, 11, 0xC3),
+		checkAt(204*ms, 1, 2, 7, flag2),
+	}, Options{})
+	wantPairs(t, p, "check-then-act 7→10", "check-then-act 10→7")
+	for _, l := range p.Locations {
+		if l.Pairs[0].From != "" {
+			t.Errorf("location %d: pair from %q, want the trace's", l.Site, l.Pairs[0].From)
+		}
+	}
+	if st.Mirrored != 0 {
+		t.Errorf("Mirrored = %d, want 0", st.Mirrored)
+	}
 }
 
 func TestNoBugCheckWithoutAct(t *testing.T) {
@@ -65,7 +118,33 @@ func TestNoBugCheckWithoutAct(t *testing.T) {
 		checkAt(9*ms, 2, 1, 4, ch),
 		disposeAt(10*ms, 1, 1, 5, ch),
 	}, Options{})
-	wantPairs(t, p)
+	// No pair of the two checks; g2's check is stale, though: g1's
+	// dispose came 1 ms after it (TestBugStaleCheck).
+	wantPairs(t, p, "check-then-act 4→5")
+}
+
+// A stale check (fsnotify's Add after its isClosed check, certinel PR
+// #18): g2 checks the done channel at site 4 and goes on; g1 closes it
+// (site 6) 8 ms later. The pair (4 → 6) delays g2 after its check past
+// the close, with the gap for its length and g1's window. The checker's
+// own dispose makes no stale pair (g3), nor does a dispose beyond δ (g5).
+func TestBugStaleCheck(t *testing.T) {
+	const ch, ch2, ch3 = 0xC1, 0xC2, 0xC3
+	p, _ := analyzeRows(t, []row{
+		checkAt(1*ms, 2, 1, 4, ch),
+		useAt(2*ms, 2, 2, 9, 0xAA),
+		checkAt(8*ms, 1, 1, 7, ch),
+		disposeAt(9*ms, 1, 2, 6, ch),
+		checkAt(20*ms, 3, 1, 4, ch2),
+		disposeAt(21*ms, 3, 2, 6, ch2),
+		checkAt(30*ms, 5, 1, 4, ch3),
+		disposeAt(300*ms, 1, 3, 6, ch3),
+	}, Options{})
+	wantPairs(t, p, "check-then-act 4→6")
+	l := p.Location(4)
+	if l.MaxGapNs != 8*ms || l.DelayNs != 10*ms {
+		t.Errorf("location: %+v", l)
+	}
 }
 
 func TestNoBugCheckThenActOrderedOrFar(t *testing.T) {

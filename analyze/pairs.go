@@ -61,6 +61,9 @@ type pairAgg struct {
 	// (predict.go), not seen in the trace; static: it pairs a site a
 	// late goroutine may reach with an access of the trace (static.go)
 	predicted, static bool
+	// mirror marks a check-then-act pair (ℓ2 → ℓ1) made from an instance
+	// (ℓ1 → ℓ2) of two different check sites (checkact.go).
+	mirror bool
 }
 
 type gWindows struct {

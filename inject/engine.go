@@ -39,6 +39,14 @@ type loc struct {
 	// happens-before inference prune its pairs.
 	grown  bool
 	interf []*loc
+	// yields are the locations whose delay in progress makes a delay here
+	// skip when this one would outlast it (the placement rule,
+	// docs/algorithm.md "Which side is delayed"): this site lies on the
+	// path of their partner — it is in their interference set, or it is
+	// the partner ℓ2 of one of their pairs — so a delay here would hold
+	// back the goroutine their delay waits for. A location may be in both
+	// interf and yields (mutual interference, this site itself).
+	yields []*loc
 	pairs  []pairState
 	// partnerOf lists the unpruned pairs this site is ℓ2 of.
 	partnerOf []partnerRef
@@ -57,6 +65,7 @@ type loc struct {
 	dead      atomic.Bool   // left S during this run
 	instances atomic.Uint64 // dynamic instances seen at this location
 	active    atomic.Int32  // delays in progress here
+	until     atomic.Int64  // latest planned end of a delay in progress here, ns
 	delays    atomic.Int64  // delays injected here this run
 	skipProb  atomic.Int64
 
@@ -146,6 +155,7 @@ type engine struct {
 	skipInt  atomic.Int64
 	skipCapG atomic.Int64
 	skipCapR atomic.Int64
+	skipPart atomic.Int64 // delays skipped on the partner's side (loc.yields)
 	hbPrunes atomic.Int64
 	reorders atomic.Int64
 	panics   atomic.Int64 // operations about to panic (panics.go)
@@ -231,6 +241,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			}
 		}
 	}
+	if !cfg.ablate.Has(abi.AblateBasic) {
+		e.placeSides()
+	}
 	for _, l := range e.table {
 		e.refreshOn(l)
 	}
@@ -246,6 +259,32 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		e.log = w
 	}
 	return e, nil
+}
+
+// placeSides fills loc.yields: a location ℓ* yields to ℓ1 when ℓ* is in
+// ℓ1's interference set (ℓ* ran in the window of ℓ1's partner, thesis
+// §4.4) or ℓ* is the partner ℓ2 of an unpruned pair of ℓ1. Basic mode has
+// no interference sets and skips nothing.
+func (e *engine) placeSides() {
+	add := func(star, l1 *loc) {
+		if star == nil || !star.isLoc || slices.Contains(star.yields, l1) {
+			return
+		}
+		star.yields = append(star.yields, l1)
+	}
+	for _, l1 := range e.locs {
+		if l1.dead.Load() {
+			continue
+		}
+		for _, star := range l1.interf {
+			add(star, l1)
+		}
+		for j := range l1.pairs {
+			if !l1.pairs[j].pruned.Load() {
+				add(e.table[l1.pairs[j].second], l1)
+			}
+		}
+	}
 }
 
 // refreshOn recomputes whether At must look at l.
@@ -309,7 +348,7 @@ func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 		}
 		wait = append(wait, a)
 	}
-	if len(wait) == 0 || !l.awaited.CompareAndSwap(false, true) {
+	if len(wait) == 0 || e.holding(l) || !l.awaited.CompareAndSwap(false, true) {
 		return false
 	}
 	bound := e.params.MaxDelayNs
@@ -323,13 +362,32 @@ func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 	e.awaits.Add(1)
 	start := e.clk.now()
 	ns := int64(0)
-	for ns < bound && !anyReached(wait) {
+	for ns < bound && !anyReached(wait) && !e.holding(l) {
 		e.clk.sleep(min(awaitStepNs, bound-ns))
 		ns = e.clk.now() - start
 	}
 	e.total.Add(min(ns, bound) - bound) // the budget pays what was waited
 	e.logAwait(l, g, ns)
 	return true
+}
+
+// holding reports whether a delay is in progress at a live location that
+// the dispose at l does not wait for: that delay holds its goroutine so that
+// its partner comes first, and the goroutine disposing at l may be that
+// partner (a close path that passes l before the partner's own dispose).
+// The wait is a delay of the partner's side, and of two sides only the one
+// already delayed is held (the placement rule): the dispose does not wait,
+// or stops waiting.
+func (e *engine) holding(l *loc) bool {
+	if e.cfg.ablate.Has(abi.AblateInterference) || e.active.Load() == 0 {
+		return false
+	}
+	for _, o := range e.locs {
+		if o.active.Load() > 0 && !slices.Contains(l.awaits, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitStepNs is how often a waiting dispose looks for its partner.
@@ -376,16 +434,41 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	if h := decisionHook.Load(); h != nil {
 		(*h)(l.site)
 	}
-	if !e.cfg.ablate.Has(abi.AblateInterference) {
+	d := l.delayNs
+	if !e.cfg.ablate.Has(abi.AblateInterference) && (len(l.interf) > 0 || len(l.yields) > 0) {
+		// Two delays cancel only where they overlap. The goroutine held at
+		// ℓ*, if it is ℓ1's partner, reaches ℓ2 once released: ℓ1 is
+		// skipped when that release comes after ℓ1's delayed access (the
+		// thesis's direction). A delay here, if this goroutine is the
+		// partner of the delay in progress at ℓ*, holds it past that
+		// delay's access: skipped when it would (the placement rule). A
+		// delay in progress that ends within the slack protects nothing:
+		// its access comes now either way.
+		now, slack := e.clk.now(), max(e.params.SlackNs, hbMinSlackNs)
+		outlasts := func(o *loc, rem int64) bool {
+			return rem >= slack && d > rem-slack && slices.Contains(l.yields, o)
+		}
 		for _, o := range l.interf {
-			if o.active.Load() > 0 {
+			if o.active.Load() == 0 {
+				continue
+			}
+			if rem := o.until.Load() - now; rem > d-slack || outlasts(o, rem) {
 				e.skipInt.Add(1)
 				e.logSkip(l, g, n, abi.SkipInterference, o.site)
 				return
 			}
 		}
+		for _, o := range l.yields {
+			if o.active.Load() == 0 || slices.Contains(l.interf, o) {
+				continue
+			}
+			if outlasts(o, o.until.Load()-now) {
+				e.skipPart.Add(1)
+				e.logPartnerSkip(l, g, n, o)
+				return
+			}
+		}
 	}
-	d := l.delayNs
 	if e.total.Add(d) > e.params.MaxDelayPerRunNs {
 		e.total.Add(-d)
 		e.skipCapR.Add(1)
@@ -407,6 +490,14 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	e.fmu.Lock()
 	e.flight = append(e.flight, inflight{id: id, site: l.site, g: g, obj: obj})
 	e.fmu.Unlock()
+	// The planned end is set before the delay counts as in progress, so
+	// that a decision that sees it in progress sees its end too.
+	for end := e.clk.now() + d; ; {
+		old := l.until.Load()
+		if end <= old || l.until.CompareAndSwap(old, end) {
+			break
+		}
+	}
 	l.active.Add(1)
 	e.active.Add(1)
 	l.delays.Add(1)

@@ -21,14 +21,19 @@ const ms = int64(time.Millisecond)
 type fakeClock struct {
 	t atomic.Int64
 	// sleepHook, if set, runs after each sleep (a test's other goroutine
-	// acting while one sleeps).
+	// acting while one sleeps); midHook at its start, before the clock
+	// moves (acting during the sleep).
 	sleepHook func()
+	midHook   func()
 }
 
 func (c *fakeClock) clock() clock {
 	return clock{
 		now: func() int64 { return c.t.Load() },
 		sleep: func(ns int64) {
+			if c.midHook != nil {
+				c.midHook()
+			}
 			c.t.Add(ns)
 			if c.sleepHook != nil {
 				c.sleepHook()
@@ -241,7 +246,8 @@ func TestInterferenceSkip(t *testing.T) {
 				c.ablate |= abi.AblateInterference
 			}
 		})
-		e.table[3].active.Store(1) // a delay at 3 is in progress
+		e.table[3].active.Store(1) // a delay at 3 is in progress, 1 s more
+		e.table[3].until.Store(int64(time.Second))
 		e.hit(1, 7)
 		want := int64(1)
 		if !off {
@@ -715,6 +721,7 @@ func TestLogMatchesRunLogTable(t *testing.T) {
 	e.logEnd(l, 7, 1, 5*ms, 20, 0.5)
 	e.logSkip(l, 7, 1, abi.SkipProbability, 0)
 	e.logSkip(l, 7, 2, abi.SkipInterference, 3)
+	e.logPartnerSkip(l, 7, 3, l)
 	e.logHB(l, 2, 8, delayRec{id: 1, g: 7, ts: 10, te: 20}, 15, 25)
 	e.logReorder(inflight{id: 1, site: 1, g: 7}, 2, 8, 0x1000, 30)
 	e.logPanic(1, 7, 0x1000, abi.PanicCloseClosed)
@@ -848,5 +855,221 @@ func TestAwaitLatePartner(t *testing.T) {
 	e.hit(2, 7)
 	if waited := e.clk.t.Load() == e.params.MaxDelayNs; waited != will {
 		t.Fatalf("P = 0.5: waited %v, the draw says %v", waited, will)
+	}
+}
+
+// TestPartnerSideSkipped: the placement rule. A delay in progress at ℓ1
+// keeps the partner's goroutine undelayed at a location on its path: one
+// in ℓ1's interference set that does not list ℓ1 in turn (the thesis's
+// rule skips only ℓ1, for a delay that started first at ℓ*), and the
+// partner ℓ2 of a pair of ℓ1 that is itself a delay location. The skip
+// record names the holding location, its delay and the goroutine it
+// holds; with interference ablated both sides are delayed.
+func TestPartnerSideSkipped(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		// 1 → 2 (2 also a location, 2 → 5); 1's window lists 3 (3 → 4).
+		p := testPlan(location(1, 10*ms, 1, 2), location(2, 10*ms, 1, 5), location(3, 10*ms, 1, 4))
+		p.Locations[0].Interference = []uint32{3}
+		p.Params.Decay = 0
+		e := newTestEngine(t, p, func(c *config) {
+			if off {
+				c.ablate |= abi.AblateInterference
+			}
+		})
+		// Goroutine 8 reaches 3, then 2, while goroutine 7 is delayed at 1.
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
+			e.hit(3, 8)
+			e.hit(2, 8)
+		}
+		e.hit(1, 7)
+		want := int64(0)
+		if off {
+			want = 1
+		}
+		for _, s := range []uint32{2, 3} {
+			if got := e.table[s].delays.Load(); got != want {
+				t.Errorf("ablate interference=%v: delays at %d during the delay at 1 = %d, want %d", off, s, got, want)
+			}
+		}
+		// Once the delay at 1 ended, the partner's locations delay again.
+		e.hit(3, 8)
+		e.hit(2, 8)
+		for _, s := range []uint32{2, 3} {
+			if got := e.table[s].delays.Load(); got != want+1 {
+				t.Errorf("ablate interference=%v: delays at %d after the delay at 1 = %d, want %d", off, s, got, want+1)
+			}
+		}
+		// The other direction is the thesis's rule, unchanged: a delay in
+		// progress at 3 skips 1 (an interference skip, not a partner one).
+		e.table[3].active.Store(1)
+		e.table[3].until.Store(e.clk.t.Load() + int64(time.Second))
+		e.hit(1, 7)
+		e.table[3].active.Store(0)
+		if got := e.table[1].delays.Load(); got != 1+want {
+			t.Errorf("ablate interference=%v: delays at 1 = %d, want %d", off, got, 1+want)
+		}
+		e.logFinish(0)
+		recs := e.records(t)
+		n := count(recs, abi.EvSkip, func(r map[string]any) bool {
+			return r["why"] == abi.SkipPartner && r["by"] == 1.0 && r["g"] == 8.0 && r["delay_g"] == 7.0 && r["id"] == 1.0
+		})
+		fin := count(recs, abi.EvFinish, func(r map[string]any) bool { return r["skip_partner"] == float64(2*(1-want)) })
+		if n != int(2*(1-want)) || fin != 1 {
+			t.Errorf("ablate interference=%v: %d partner skip records, finish with skip_partner right: %d", off, n, fin)
+		}
+	}
+}
+
+// TestPartnerSidesMutual: two locations that are each other's partner
+// (a check-then-act pair and its mirror) are never delayed together,
+// whichever goroutine comes first; basic mode, which has no interference
+// sets, delays both.
+func TestPartnerSidesMutual(t *testing.T) {
+	for _, first := range []uint32{1, 2} {
+		p := testPlan(location(1, 10*ms, 1, 2), location(2, 10*ms, 1, 1))
+		p.Params.Decay = 0
+		e := newTestEngine(t, p, nil)
+		other := 3 - first
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
+			e.hit(other, 8)
+		}
+		e.hit(first, 7)
+		if e.table[first].delays.Load() != 1 || e.table[other].delays.Load() != 0 {
+			t.Errorf("%d first: delays %d at %d, %d at %d", first, e.table[first].delays.Load(), first, e.table[other].delays.Load(), other)
+		}
+	}
+	p := testPlan(location(1, 10*ms, 1, 2), location(2, 10*ms, 1, 1))
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateBasic })
+	if len(e.table[1].yields) != 0 || len(e.table[2].yields) != 0 {
+		t.Errorf("basic mode: yields %v, %v", e.table[1].yields, e.table[2].yields)
+	}
+}
+
+// TestAwaitYieldsToAHeldGoroutine: a dispose does not wait for its late
+// partner while a delay at another location is in progress (the goroutine
+// disposing may be that delay's partner), and a wait in progress ends
+// when such a delay starts; a delay of the awaited location itself does
+// not count, nor does anything with interference ablated.
+func TestAwaitYieldsToAHeldGoroutine(t *testing.T) {
+	plan := func() *plans.Plan { return testPlan(uadLocation(1, 5*ms, 1, 2), uadLocation(3, 5*ms, 1, 4)) }
+	e := newTestEngine(t, plan(), nil)
+	e.table[3].active.Store(1)
+	e.active.Store(1)
+	e.hit(2, 7)
+	if e.clk.t.Load() != 0 || e.awaits.Load() != 0 {
+		t.Fatalf("another delay in progress: the dispose waited until %d", e.clk.t.Load())
+	}
+
+	e = newTestEngine(t, plan(), nil)
+	steps := 0
+	e.clk.sleepHook = func() {
+		if steps++; steps == 3 {
+			e.table[3].active.Store(1) // another location's delay starts
+			e.active.Store(1)
+		}
+	}
+	e.hit(2, 7)
+	if got := e.clk.t.Load(); got != 3*awaitStepNs || e.awaits.Load() != 1 {
+		t.Fatalf("a delay started after 3 steps: the dispose waited until %d (awaits %d)", got, e.awaits.Load())
+	}
+
+	for _, off := range []bool{false, true} {
+		e = newTestEngine(t, plan(), func(c *config) {
+			if off {
+				c.ablate |= abi.AblateInterference
+			}
+		})
+		e.table[1].active.Store(1) // the awaited location itself (another instance)
+		e.active.Store(1)
+		if !off {
+			e.table[3].active.Store(0)
+		} else {
+			e.table[3].active.Store(1)
+		}
+		e.hit(2, 7)
+		if got := e.clk.t.Load(); got != e.params.MaxDelayNs {
+			t.Errorf("ablate interference=%v: the dispose waited until %d, want the full wait %d", off, got, e.params.MaxDelayNs)
+		}
+	}
+}
+
+// TestInterferenceNeedsOverlap: a delay in progress at ℓ* skips ℓ1 only
+// when it still holds its goroutine at ℓ1's delayed access (within the
+// slack): one that ends well before lets its goroutine — ℓ1's partner, if
+// it is — reach ℓ2 first, and ℓ1 is delayed. In the other direction, a
+// delay at ℓ* that would end before the delay in progress at ℓ1 (within
+// the slack) is not skipped.
+func TestInterferenceNeedsOverlap(t *testing.T) {
+	p := testPlan(location(1, 10*ms, 1, 2), location(3, 10*ms, 1, 4))
+	p.Locations[0].Interference = []uint32{3}
+	p.Params.Decay = 0
+	p.Params.SlackNs = 2 * ms
+	e := newTestEngine(t, p, nil)
+	e.clk.set(100 * ms)
+	e.table[3].active.Store(1)
+	// The run's delay at 1 is 10 ms + 2 ms slack: its access would come at
+	// 112 ms. The delay at 3 ends at 103 ms.
+	e.table[3].until.Store(103 * ms)
+	e.hit(1, 7)
+	if got := e.table[1].delays.Load(); got != 1 {
+		t.Errorf("interfering delay ending 9 ms before the access: delays at 1 = %d, want 1", got)
+	}
+	e.table[3].until.Store(e.clk.t.Load() + 11*ms) // ends 1 ms before the access: within the slack
+	e.hit(1, 7)
+	if got := e.table[1].delays.Load(); got != 1 {
+		t.Errorf("interfering delay ending within the slack: delays at 1 = %d, want 1 (skipped)", got)
+	}
+
+	// 1 in progress until now + 30 ms; 3 (in 1's window) would delay 10 ms.
+	e = newTestEngine(t, p, nil)
+	e.clk.set(100 * ms)
+	e.table[1].active.Store(1)
+	e.table[1].until.Store(130 * ms)
+	e.hit(3, 8)
+	if got := e.table[3].delays.Load(); got != 1 {
+		t.Errorf("partner's delay ending 18 ms before the held access: delays at 3 = %d, want 1", got)
+	}
+	e.table[1].until.Store(e.clk.t.Load() + 13*ms) // 3's 12 ms would end 1 ms before it
+	e.hit(3, 8)
+	if got := e.table[3].delays.Load(); got != 1 {
+		t.Errorf("partner's delay ending within the slack of the held access: delays at 3 = %d, want 1 (skipped)", got)
+	}
+}
+
+// TestSelfInterferenceBothDirections: the thesis's Figure 4.2b. The
+// worker is delayed at 11 (250 ms); the closing goroutine reaches 11, 80 ms
+// later, right before its dispose: its delay would hold it past the
+// worker's delayed use, so it is skipped (an interference skip: 11 is in
+// its own set). Near the end of the worker's delay — within the slack —
+// the worker's use comes now either way, and the other goroutine is
+// delayed.
+func TestSelfInterferenceBothDirections(t *testing.T) {
+	for _, at := range []int64{80 * ms, 251 * ms} {
+		l := uadLocation(11, 250*ms, 1, 12)
+		l.Interference = []uint32{11}
+		p := testPlan(l)
+		p.Params.Decay = 0
+		p.Params.SlackNs = 2 * ms
+		p.Params.MaxDelayNs = 300 * ms
+		e := newTestEngine(t, p, nil)
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
+			e.clk.set(at)
+			e.hit(11, 8)
+		}
+		e.hit(11, 7)
+		want := int64(1)
+		if at == 251*ms {
+			want = 2
+		}
+		if got := e.table[11].delays.Load(); got != want {
+			t.Errorf("closing goroutine at %v: delays at 11 = %d, want %d", time.Duration(at), got, want)
+		}
+		n := count(e.records(t), abi.EvSkip, func(r map[string]any) bool { return r["why"] == abi.SkipInterference && r["by"] == 11.0 })
+		if n != int(2-want) {
+			t.Errorf("closing goroutine at %v: %d interference skips", time.Duration(at), n)
+		}
 	}
 }

@@ -173,6 +173,31 @@ func (e *engine) logSkip(l *loc, g, n uint64, why string, by uint32) {
 	e.log.write(r)
 }
 
+// logPartnerSkip records that goroutine g's delay at l was skipped while
+// a delay at o, whose partner's path passes l, was in progress: the
+// record names o and, when it is still in flight, that delay and the
+// goroutine it holds (the side delayed in place of g).
+func (e *engine) logPartnerSkip(l *loc, g, n uint64, o *loc) {
+	if e.log == nil || e.log.skips.Add(1) > abi.MaxSkipRecords {
+		return
+	}
+	var id, dg uint64
+	e.fmu.Lock()
+	for i := range e.flight {
+		if f := &e.flight[i]; f.site == o.site && f.g != g {
+			id, dg = f.id, f.g
+			break
+		}
+	}
+	e.fmu.Unlock()
+	r := newRec(abi.EvSkip, e.clk.now()).uint(abi.KeySite, uint64(l.site)).uint(abi.KeyG, g).
+		uint(abi.KeyN, n).str(abi.KeyWhy, abi.SkipPartner).uint(abi.KeyBy, uint64(o.site))
+	if id != 0 {
+		r.uint(abi.KeyID, id).uint(abi.KeyDelayG, dg)
+	}
+	e.log.write(r)
+}
+
 func (e *engine) logHB(l1 *loc, second uint32, g2 uint64, d delayRec, gap, t2 int64) {
 	if e.log == nil {
 		return
@@ -215,7 +240,7 @@ func (e *engine) logFinish(drain int64) {
 	e.log.write(newRec(abi.EvFinish, t).int(abi.KeyDelays, e.nDelays.Load()).int(abi.KeyDelayNs, e.total.Load()).
 		int(abi.KeySkipInterference, e.skipInt.Load()).int(abi.KeySkipCapGoroutine, e.skipCapG.Load()).
 		int(abi.KeySkipCapRun, e.skipCapR.Load()).int(abi.KeyHB, e.hbPrunes.Load()).int(abi.KeyReorders, e.reorders.Load()).int(abi.KeyDrainNs, drain).
-		int(abi.KeyAwaits, e.awaits.Load()))
+		int(abi.KeyAwaits, e.awaits.Load()).int(abi.KeySkipPartner, e.skipPart.Load()))
 }
 
 // logAwait records that goroutine g waited d ns at dispose site l for a

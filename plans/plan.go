@@ -123,11 +123,18 @@ const (
 	FromDetect    = "detect"
 	FromPredicted = "predicted"
 	FromStatic    = "static"
+	// FromMirror marks a check-then-act pair (ℓ2 → ℓ1) the analysis made
+	// from an observed pair (ℓ1 → ℓ2) of two different check sites: the
+	// other goroutine may check first in a later run, and then it is the
+	// side to delay (docs/algorithm.md, "Which side is delayed").
+	FromMirror = "mirror"
 )
 
 // Guessed reports whether a pair of origin from was not seen in a trace
-// but guessed: predicted or static.
-func Guessed(from string) bool { return from == FromPredicted || from == FromStatic }
+// but guessed: predicted, static or mirrored.
+func Guessed(from string) bool {
+	return from == FromPredicted || from == FromStatic || from == FromMirror
+}
 
 // Kind names the two MEMORDER bug kinds.
 type Kind string
@@ -198,14 +205,17 @@ type Pair struct {
 
 // Run is what one detection run did.
 type Run struct {
-	N          int    `json:"n"`
-	Seed       uint64 `json:"seed"`
-	Delays     int    `json:"delays"`
-	DelayNs    int64  `json:"delay_ns"`
-	Skipped    int    `json:"skipped"` // delays skipped for interference or caps
-	Pruned     int    `json:"pruned"`  // pairs pruned by HB inference
-	Outcome    string `json:"outcome"` // "pass", "bug", "fail", "timeout"
-	DurationNs int64  `json:"duration_ns"`
+	N       int    `json:"n"`
+	Seed    uint64 `json:"seed"`
+	Delays  int    `json:"delays"`
+	DelayNs int64  `json:"delay_ns"`
+	Skipped int    `json:"skipped"` // delays skipped for interference, the partner's side or caps
+	// SkippedPartner counts the delays of Skipped that were on the
+	// partner's side of a delay in progress (abi.SkipPartner).
+	SkippedPartner int    `json:"skipped_partner,omitempty"`
+	Pruned         int    `json:"pruned"`  // pairs pruned by HB inference
+	Outcome        string `json:"outcome"` // "pass", "bug", "fail", "timeout"
+	DurationNs     int64  `json:"duration_ns"`
 }
 
 // Bug is a bug a detection run exposed.

@@ -168,6 +168,11 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	if len(failures) > 0 {
 		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n"+strings.Join(failures, "\n"))
 	}
+	if sp := partnerSkips(plan, runs); sp > 0 {
+		// Which side was delayed: the run logs name each skip (why
+		// "partner") and the delay that held the other side.
+		learned = strings.TrimPrefix(learned+fmt.Sprintf("; %d delay(s) skipped on the partner's side of a delay in progress", sp), "; ")
+	}
 	if runs < o.Runs {
 		// The loop ends early only when the plan has nothing left to delay.
 		learned = strings.TrimPrefix(learned+fmt.Sprintf("; stopped after %d of %d runs: no candidate left (each delayed without exposing a bug until its probability decayed, or pruned)", runs, o.Runs), "; ")
@@ -181,6 +186,15 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, fmt.Sprintf("no MEMORDER bug; failed in %d of %d runs under delays, see problems", len(failures), runs) + paren(learned), nil
 	}
 	return 0, "no bug" + paren(learned), nil
+}
+
+// partnerSkips sums the partner-side skips of the plan's last n runs.
+func partnerSkips(p *plans.Plan, n int) int {
+	sum := 0
+	for _, r := range p.Runs[max(len(p.Runs)-n, 0):] {
+		sum += r.SkippedPartner
+	}
+	return sum
 }
 
 // lastDelay names the last delay a failed run injected before it failed,

@@ -60,6 +60,10 @@ type Bug struct {
 	// How says how the crash came about (report.How: delay-in-progress,
 	// after-delay, delay-decision, natural-schedule, preparation-run) and
 	// HowDetail what the run log shows for it.
+	// Spared are the delays skipped on the partner's side while the delay
+	// that exposed the bug was in progress (abi.SkipPartner): which side
+	// of the pair was delayed and which ran free.
+	Spared    []Spared  `json:"spared,omitempty"`
 	How       How       `json:"how,omitempty"`
 	HowDetail string    `json:"how_detail,omitempty"`
 	Delay     DelayInfo `json:"delay"`
@@ -100,6 +104,27 @@ type Location struct {
 	// happened in a callee of the site's frame (a library's method called
 	// on the nil value, not the site's own line).
 	CrashFunc string `json:"crash_func,omitempty"`
+}
+
+// Spared is a delay skipped at Location in Goroutine because the delay
+// that exposed the bug held the other side of its pair.
+type Spared struct {
+	Location
+	Goroutine uint64 `json:"goroutine"`
+}
+
+// spared returns the partner-side skips of delay d in lg.
+func spared(tab *sites.Table, lg *Log, d *Delay) []Spared {
+	if lg == nil || d == nil || d.ID == 0 {
+		return nil
+	}
+	var out []Spared
+	for _, sk := range lg.Skips {
+		if sk.Why == abi.SkipPartner && sk.Delay == d.ID {
+			out = append(out, Spared{Location: siteLocation(tab, sk.Site), Goroutine: sk.G})
+		}
+	}
+	return out
 }
 
 // DelayInfo describes the delay that exposed the bug.
@@ -310,6 +335,10 @@ func WriteText(w io.Writer, bugs []*Bug, allStacks bool) error {
 		}
 		if plans.Guessed(b.PairFrom) {
 			ew.printf("  pair:      %s: not seen in the trace; the crash confirms it\n", b.PairFrom)
+		}
+		for _, sp := range b.Spared {
+			ew.printf("  spared:    %s\n", sp.Location)
+			ew.printf("             goroutine %d, not delayed there: it was the partner's side of this delay\n", sp.Goroutine)
 		}
 		if b.Delayed.Hoisted != nil {
 			ew.printf("             delayed before %s at %s:%d\n", b.Delayed.Hoisted.Call, b.Delayed.Hoisted.File, b.Delayed.Hoisted.Line)

@@ -35,7 +35,42 @@ func attributeCheckAct(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, gid i
 			}
 		}
 	}
-	return best
+	if best != nil {
+		return best
+	}
+	return attributeSpared(p, tab, lg, c, gid, f, ids)
+}
+
+// attributeSpared attributes the panic of the other side of a
+// check-then-act pair: the log has a partner skip (abi.SkipPartner) of
+// goroutine gid at a site ℓ2 naming a delay d at ℓ1 in another goroutine,
+// where (ℓ1 → ℓ2) is a check-then-act pair. gid passed its check ℓ2 while d
+// held the other goroutine after its own check, so both acted on a check
+// that saw the object live; the delayed goroutine acted first and gid's act
+// panicked (close of the channel it closed, a use of what it disposed).
+func attributeSpared(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, gid int64, f Frame, ids []uint32) *Attribution {
+	for i := len(lg.Skips) - 1; i >= 0; i-- {
+		sk := lg.Skips[i]
+		if sk.Why != abi.SkipPartner || sk.G != uint64(gid) || sk.Delay == 0 {
+			continue
+		}
+		d := lg.Delay(sk.Delay)
+		if d == nil || d.G == uint64(gid) {
+			continue
+		}
+		loc := p.Location(d.Site)
+		if loc == nil {
+			continue
+		}
+		for _, pr := range loc.Pairs {
+			if pr.Kind == plans.CheckThenAct && pr.Second == sk.Site {
+				a := &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: pickSite(tab, ids, c.Kind), Frame: f, PartnerG: gid}
+				a.InProgress = !d.Ended
+				return a.how()
+			}
+		}
+	}
+	return nil
 }
 
 // allowedCheckAct reports whether a panic of kind k can come from two

@@ -106,3 +106,41 @@ func TestBugCheckThenActRecoveredOrCrashed(t *testing.T) {
 		t.Fatalf("other goroutine: status %s", res.Status)
 	}
 }
+
+// The other side of a check-then-act delay: goroutine 8 was delayed after
+// its check (site 3), goroutine 7 passed its own check during that delay
+// (its delay there was skipped on the partner's side, the skip names the
+// delay) and closed second. Its panic is the pair's bug; without the
+// partner skip (an interference skip says nothing about the delay's
+// goroutine), it is not.
+func TestBugCheckThenActOtherSidePanics(t *testing.T) {
+	for _, why := range []string{"partner", "interference"} {
+		p := newPlan(pairLoc(plans.CheckThenAct, 3, 3, 7*ms))
+		in := recoveredInput(t, p, setupLine,
+			`{"ev":"delay","t":10,"id":1,"site":3,"g":8,"obj":4096,"ns":7000000,"n":0}`,
+			`{"ev":"skip","t":12,"site":3,"g":7,"n":0,"why":"`+why+`","by":3,"id":1,"delay_g":8}`,
+			`{"ev":"end","t":20,"id":1,"site":3,"g":8,"ns":7000000,"p":0.9}`,
+			`{"ev":"panic","t":21,"site":4,"g":7,"obj":4096,"kind":"close-closed"}`,
+			finish)
+		res, err := Outcome(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why != "partner" {
+			if res.Status == BugFound {
+				t.Errorf("%s skip: attributed %+v", why, res.Bug)
+			}
+			continue
+		}
+		if res.Status != BugFound || res.Bug == nil {
+			t.Fatalf("status %s (%s), want a bug", res.Status, res.Reason)
+		}
+		b := res.Bug
+		if b.Kind != plans.CheckThenAct || b.PanickingGoroutine != 7 || b.Delay.Goroutine != 8 || b.PartnerGoroutine != 7 || b.Failing.Line != 40 {
+			t.Errorf("bug: %+v", b)
+		}
+		if len(b.Spared) != 1 || b.Spared[0].Site != 3 || b.Spared[0].Goroutine != 7 {
+			t.Errorf("spared: %+v", b.Spared)
+		}
+	}
+}

@@ -87,7 +87,11 @@ type Skip struct {
 	G    uint64 `json:"g"`
 	N    uint64 `json:"n"`
 	Why  string `json:"why"`
-	By   uint32 `json:"by,omitempty"` // the interfering location
+	By   uint32 `json:"by,omitempty"` // the interfering or holding location
+	// Delay and DelayG are, for abi.SkipPartner, the delay in progress at
+	// By and the goroutine it held: the side delayed instead of G.
+	Delay  uint64 `json:"id,omitempty"`
+	DelayG uint64 `json:"delay_g,omitempty"`
 }
 
 // Prune is a pair pruned by happens-before inference.
@@ -184,6 +188,7 @@ type Finish struct {
 	Reorders         int64 `json:"reorders"`
 	DrainNs          int64 `json:"drain_ns"`
 	Awaits           int64 `json:"awaits"`
+	SkipPartner      int64 `json:"skip_partner"`
 }
 
 // Await is a dispose that waited Ns for a late partner (abi.EvAwait).

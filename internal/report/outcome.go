@@ -163,6 +163,9 @@ func Outcome(in RunInput) (*RunResult, error) {
 	default:
 		res.Status = Pass
 	}
+	if res.Bug != nil && res.Attr != nil {
+		res.Bug.Spared = spared(in.Sites, lg, res.Attr.Delay)
+	}
 	res.Run = runRecord(in, res)
 	return res, nil
 }
@@ -228,11 +231,15 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 		}
 	}
 	if f := lg.Finish; f != nil {
-		r.Skipped = int(f.SkipInterference + f.SkipCapGoroutine + f.SkipCapRun)
+		r.Skipped = int(f.SkipInterference + f.SkipCapGoroutine + f.SkipCapRun + f.SkipPartner)
+		r.SkippedPartner = int(f.SkipPartner)
 	} else {
 		for _, sk := range lg.Skips {
 			if sk.Why != abi.SkipProbability {
 				r.Skipped++
+			}
+			if sk.Why == abi.SkipPartner {
+				r.SkippedPartner++
 			}
 		}
 	}

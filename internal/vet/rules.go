@@ -483,6 +483,9 @@ type publication struct {
 func (c *checker) publications(in ssa.Instruction) []publication {
 	var out []publication
 	for _, s := range c.startedBy(in) {
+		if s.at != in && c.joinedBy(s) != nil {
+			continue // the call waits for it to end before it returns
+		}
 		out = append(out, publication{at: in, spawn: s, reach: s.reach})
 	}
 	call, ok := in.(*ssa.Call)

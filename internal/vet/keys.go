@@ -346,3 +346,10 @@ func calledInPlace(mc *ssa.MakeClosure) bool {
 	}
 	return true
 }
+
+// sameCall reports whether a and b are one function, or one is a closure
+// the other only calls or defers where it makes it: one call runs both, on
+// one goroutine, in program order (a deferred close after the sends).
+func (c *checker) sameCall(a, b *ssa.Function) bool {
+	return a == b || c.runsInCall(a, b) || c.runsInCall(b, a)
+}

@@ -282,7 +282,7 @@ func (c *checker) useAfterDispose(ix *index) {
 			}
 			var fallback *hint
 			for _, u := range ix.uses[d.k] {
-				if u.send != d.close || u.fn == d.fn || c.oneActivation(d.k, d.fn, u.fn) {
+				if u.send != d.close || c.sameCall(u.fn, d.fn) || c.oneActivation(d.k, d.fn, u.fn) {
 					continue
 				}
 				if c.useFresh(u) || c.guarded(u) || c.commonLock(u.at, d.at) || c.flagGuardedSend(u, d.fn) {

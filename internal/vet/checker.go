@@ -42,7 +42,7 @@ type checker struct {
 	ext      map[*ssa.Function]bool // may be called from outside the package (or by a test)
 
 	memoDeref  map[derefKey]derefMemo
-	memoInits  map[*ssa.Function]map[key]initSite
+	memoInits  map[initKey]map[key]initSite
 	memoWaits  map[*ssa.Function]map[key]bool
 	memoSignal map[*ssa.Function]map[key]bool
 	memoSpawn  map[*ssa.Function][]*spawn
@@ -67,7 +67,7 @@ func newChecker(pass *analysis.Pass, pkg *ssa.Package, src []*ssa.Function) *che
 		spawnsAt:     map[ssa.Instruction]*spawn{},
 		ext:          map[*ssa.Function]bool{},
 		memoDeref:    map[derefKey]derefMemo{},
-		memoInits:    map[*ssa.Function]map[key]initSite{},
+		memoInits:    map[initKey]map[key]initSite{},
 		memoWaits:    map[*ssa.Function]map[key]bool{},
 		memoSignal:   map[*ssa.Function]map[key]bool{},
 		memoSpawn:    map[*ssa.Function][]*spawn{},

@@ -42,10 +42,11 @@ type checker struct {
 	ext      map[*ssa.Function]bool // may be called from outside the package (or by a test)
 
 	memoDeref  map[derefKey]derefMemo
-	memoInits  map[*ssa.Function]map[key]initSite
+	memoInits  map[initKey]map[key]initSite
 	memoWaits  map[*ssa.Function]map[key]bool
 	memoSignal map[*ssa.Function]map[key]bool
 	memoSpawn  map[*ssa.Function][]*spawn
+	memoJoined map[*spawn]*wait
 	entryLocks map[*ssa.Function]lockset
 	starts     map[token.Pos]token.Pos // exprStart's index
 	hints      []*hint
@@ -66,10 +67,11 @@ func newChecker(pass *analysis.Pass, pkg *ssa.Package, src []*ssa.Function) *che
 		spawnsAt:     map[ssa.Instruction]*spawn{},
 		ext:          map[*ssa.Function]bool{},
 		memoDeref:    map[derefKey]derefMemo{},
-		memoInits:    map[*ssa.Function]map[key]initSite{},
+		memoInits:    map[initKey]map[key]initSite{},
 		memoWaits:    map[*ssa.Function]map[key]bool{},
 		memoSignal:   map[*ssa.Function]map[key]bool{},
 		memoSpawn:    map[*ssa.Function][]*spawn{},
+		memoJoined:   map[*spawn]*wait{},
 	}
 	// The package's functions: source functions with their closures, and
 	// the wrappers (bound methods) their instructions mention.
@@ -155,7 +157,7 @@ func (c *checker) buildCallGraph() {
 	for _, fn := range c.funcs {
 		for _, b := range fn.Blocks {
 			for _, in := range b.Instrs {
-				if call, ok := in.(ssa.CallInstruction); ok && call.Common().StaticCallee() == nil && !call.Common().IsInvoke() {
+				if call, ok := in.(ssa.CallInstruction); ok && call.Common().StaticCallee() == nil {
 					if _, builtin := call.Common().Value.(*ssa.Builtin); !builtin {
 						dynamic = true
 					}
@@ -165,6 +167,18 @@ func (c *checker) buildCallGraph() {
 	}
 	if dynamic {
 		cg = c.vta()
+	}
+	// vtaCallees returns what the call graph resolves a site to.
+	vtaCallees := func(fn *ssa.Function, call ssa.CallInstruction) []*ssa.Function {
+		var out []*ssa.Function
+		if n := cg.Nodes[fn]; n != nil {
+			for _, e := range n.Out {
+				if e.Site == call {
+					out = append(out, e.Callee.Func)
+				}
+			}
+		}
+		return out
 	}
 	for _, fn := range c.funcs {
 		for _, b := range fn.Blocks {
@@ -180,17 +194,17 @@ func (c *checker) buildCallGraph() {
 					targets = []*ssa.Function{unbound(common.StaticCallee())}
 				case common.IsInvoke():
 					targets = c.implementations(common)
+					if cg != nil && !generic(fn) {
+						// Only the package's types whose values flow to the
+						// receiver: a method of a type that never reaches
+						// this interface value is not called here.
+						targets = intersect(targets, vtaCallees(fn, call))
+					}
 				default:
 					if mc, ok := common.Value.(*ssa.MakeClosure); ok {
 						targets = []*ssa.Function{mc.Fn.(*ssa.Function)}
 					} else if cg != nil {
-						if n := cg.Nodes[fn]; n != nil {
-							for _, e := range n.Out {
-								if e.Site == call {
-									targets = append(targets, e.Callee.Func)
-								}
-							}
-						}
+						targets = vtaCallees(fn, call)
 					}
 				}
 				// The call graph's edges come in map order: sort them.
@@ -453,4 +467,26 @@ func (c *checker) runsInline(mc *ssa.MakeClosure) bool {
 		}
 	}
 	return true
+}
+
+// intersect returns the functions of a that b has too, in a's order.
+func intersect(a, b []*ssa.Function) []*ssa.Function {
+	in := map[*ssa.Function]bool{}
+	for _, f := range b {
+		in[unbound(f)] = true
+		in[f] = true
+		// A method of T called through *T: the graph names the wrapper.
+		if obj, ok := f.Object().(*types.Func); ok && f.Synthetic != "" {
+			if m := f.Prog.FuncValue(obj); m != nil {
+				in[m] = true
+			}
+		}
+	}
+	var out []*ssa.Function
+	for _, f := range a {
+		if in[f] || in[unbound(f)] {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -5,7 +5,8 @@
 // It works per package on SSA (golang.org/x/tools/go/analysis/passes/buildssa)
 // with a bounded intra-package call graph: static calls, func values resolved
 // by variable type analysis (golang.org/x/tools/go/callgraph/vta), and
-// interface calls resolved to the package's own methods. It reports four kinds:
+// interface calls resolved to the package's own methods whose receivers'
+// types VTA sees flow there. It reports four kinds:
 //
 //   - use-before-init: a field (or package variable, or captured local) of
 //     pointer, map, chan, func or interface type that a goroutine may

@@ -284,3 +284,72 @@ func sameOwner(a, b ssa.Value) bool {
 	oa, ob := outerField(a), outerField(b)
 	return oa == nil || ob == nil || oa == ob
 }
+
+// oneActivation reports whether a and b access a captured local k of a
+// function F only within one call of F: each is F itself or a closure of F
+// that F calls or defers (directly, or through such closures), never starts
+// on a goroutine or hands on. Such accesses of one call's variable run on
+// the goroutine of that call, in program order; accesses in two calls are
+// of two variables.
+func (c *checker) oneActivation(k key, a, b *ssa.Function) bool {
+	alloc, ok := k.local.(*ssa.Alloc)
+	if !ok || !alloc.Heap {
+		return false
+	}
+	owner := alloc.Parent()
+	return c.runsInCall(owner, a) && c.runsInCall(owner, b)
+}
+
+// runsInCall reports whether fn is owner or a closure nested in owner that
+// runs only on the call of owner that made it: every MakeClosure of it is
+// only called or deferred where it is made, by a function that itself runs
+// in owner's call.
+func (c *checker) runsInCall(owner, fn *ssa.Function) bool {
+	for depth := 0; fn != owner; depth++ {
+		if fn == nil || fn.Parent() == nil || depth > maxOrigin {
+			return false
+		}
+		mcs := c.closures[fn]
+		if len(mcs) == 0 || c.spawnedClosure(fn) {
+			return false
+		}
+		for _, mc := range mcs {
+			if mc.Parent() != fn.Parent() || !calledInPlace(mc) {
+				return false
+			}
+		}
+		fn = fn.Parent()
+	}
+	return true
+}
+
+// calledInPlace reports whether a closure value is only called or deferred
+// by the function that makes it: no go statement, no store, no argument.
+func calledInPlace(mc *ssa.MakeClosure) bool {
+	refs := mc.Referrers()
+	if refs == nil || len(*refs) == 0 {
+		return false
+	}
+	for _, r := range *refs {
+		switch r := r.(type) {
+		case *ssa.Call:
+			if r.Call.Value != mc {
+				return false
+			}
+		case *ssa.Defer:
+			if r.Call.Value != mc {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sameCall reports whether a and b are one function, or one is a closure
+// the other only calls or defers where it makes it: one call runs both, on
+// one goroutine, in program order (a deferred close after the sends).
+func (c *checker) sameCall(a, b *ssa.Function) bool {
+	return a == b || c.runsInCall(a, b) || c.runsInCall(b, a)
+}

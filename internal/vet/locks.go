@@ -190,8 +190,13 @@ func (c *checker) computeEntryLocks() {
 				// of the defer statement still held (defer func() { ...;
 				// c.Unlock() }()): taking those can only remove hints.
 				if _, ok := site.(*ssa.Go); ok {
-					s = lockset{}
-					break
+					// A goroutine its starter waits for while holding a
+					// lock runs inside that critical section.
+					s = meet(s, c.heldThroughJoin(c.spawnsAt[site]))
+					if len(s) == 0 {
+						break
+					}
+					continue
 				}
 				at := lockset{}
 				for _, h := range c.locksAt(site) {
@@ -295,4 +300,26 @@ func (c *checker) inlineClosureLocks(fn *ssa.Function) lockset {
 		return nil
 	}
 	return s
+}
+
+// heldThroughJoin returns the locks the starter of s holds at the go
+// statement and still holds, taken by the same Lock, where it waits for
+// the goroutine to end: no other holder of such a lock runs while the
+// goroutine does.
+func (c *checker) heldThroughJoin(s *spawn) lockset {
+	out := lockset{}
+	if s == nil {
+		return out
+	}
+	w := c.joinedBy(s)
+	if w == nil {
+		return out
+	}
+	atWait := c.locksAt(w.at)
+	for _, h := range c.locksAt(s.at) {
+		if atWait.has(h) {
+			out = append(out, held{k: h.k, write: h.write})
+		}
+	}
+	return out
 }

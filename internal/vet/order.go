@@ -199,3 +199,41 @@ func (c *checker) orderedAfter(fn *ssa.Function, at ssa.Instruction, deferred bo
 	}
 	return true
 }
+
+// joinedBy returns where the starter of goroutine s waits for it to end:
+// a wait for a signal the goroutine gives when it returns (a deferred
+// wg.Done, a close at its end) that every path from the go statement to
+// the starter's return passes. nil: the starter may return first.
+func (c *checker) joinedBy(s *spawn) *wait {
+	if w, ok := c.memoJoined[s]; ok {
+		return w
+	}
+	c.memoJoined[s] = nil // a recursive question: not joined
+	var keys map[key]bool
+	for _, r := range s.roots {
+		if len(r.Blocks) == 0 || len(r.Blocks[0].Instrs) == 0 {
+			return nil
+		}
+		k := c.joinAfter(s, r, r.Blocks[0].Instrs[0])
+		if keys == nil {
+			keys = k
+			continue
+		}
+		for x := range keys {
+			if !k[x] {
+				delete(keys, x)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	f := c.fi(s.fn)
+	for _, w := range f.waits {
+		if w.cond == nil && keys[w.k] && f.postDominates(w.at, s.at) {
+			c.memoJoined[s] = w
+			return w
+		}
+	}
+	return nil
+}

@@ -282,7 +282,7 @@ func (c *checker) useAfterDispose(ix *index) {
 			}
 			var fallback *hint
 			for _, u := range ix.uses[d.k] {
-				if u.send != d.close || u.fn == d.fn {
+				if u.send != d.close || c.sameCall(u.fn, d.fn) || c.oneActivation(d.k, d.fn, u.fn) {
 					continue
 				}
 				if c.useFresh(u) || c.guarded(u) || c.commonLock(u.at, d.at) || c.flagGuardedSend(u, d.fn) {
@@ -483,6 +483,9 @@ type publication struct {
 func (c *checker) publications(in ssa.Instruction) []publication {
 	var out []publication
 	for _, s := range c.startedBy(in) {
+		if s.at != in && c.joinedBy(s) != nil {
+			continue // the call waits for it to end before it returns
+		}
 		out = append(out, publication{at: in, spawn: s, reach: s.reach})
 	}
 	call, ok := in.(*ssa.Call)
@@ -693,7 +696,7 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 					}
 				}
 				for _, pub := range pubs {
-					u := c.publishedUse(ix, ia.k, pub, after)
+					u := c.publishedUse(ix, ia.k, pub, after, ia.init.Parent())
 					if u == nil {
 						continue
 					}
@@ -708,9 +711,9 @@ func (c *checker) initsAfter(ix *index, f *funcInfo, p ssa.Instruction, pubs []p
 	}
 }
 
-func (c *checker) publishedUse(ix *index, k key, pub publication, after map[key]bool) *use {
+func (c *checker) publishedUse(ix *index, k key, pub publication, after map[key]bool, initFn *ssa.Function) *use {
 	for _, u := range ix.uses[k] {
-		if u.send {
+		if u.send || c.oneActivation(k, initFn, u.fn) {
 			continue
 		}
 		if _, ok := pub.reach[u.fn]; !ok {
@@ -802,6 +805,13 @@ func (c *checker) initByGoroutine(ix *index) {
 			}
 			if c.useFresh(u) || c.guarded(u) || c.selfInit(u) {
 				continue
+			}
+			same := true
+			for _, in := range inits {
+				same = same && c.oneActivation(k, in.fn, u.fn)
+			}
+			if same {
+				continue // one call's variable, on that call's goroutine
 			}
 			uS, uExt := c.contexts(u.fn)
 			if len(uS) == 0 && !uExt {

@@ -387,11 +387,15 @@ type initSite struct {
 // mayInit returns the slots fn or the functions it calls (bounded) may
 // store a non-nil value to, on objects fn's caller can see: reached from
 // a parameter or a package variable, not made inside the call.
+//
+// A summary is memoized per function and depth: each call level looks one
+// level deeper, so recursion ends at the depth bound, and what a call
+// of fn may initialize does not depend on which caller asked first.
 func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]initSite {
-	if m, ok := c.memoInits[fn]; ok {
+	mk := initKey{fn, depth}
+	if m, ok := c.memoInits[mk]; ok {
 		return m
 	}
-	c.memoInits[fn] = nil
 	out := map[key]initSite{}
 	put := func(k key, at ssa.Instruction, root ssa.Value) {
 		if _, ok := out[k]; ok || k.local != nil {
@@ -419,8 +423,9 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]initSite {
 					continue
 				}
 				for _, t := range c.callees[call] {
-					for _, k := range sortedInits(c.mayInit(t, depth+1)) {
-						is := c.memoInits[t][k]
+					sub := c.mayInit(t, depth+1)
+					for _, k := range sortedInits(sub) {
+						is := sub[k]
 						if is.param < 0 {
 							put(k, is.at, nil)
 							if _, ok := out[k]; !ok {
@@ -434,8 +439,13 @@ func (c *checker) mayInit(fn *ssa.Function, depth int) map[key]initSite {
 			}
 		}
 	}
-	c.memoInits[fn] = out
+	c.memoInits[mk] = out
 	return out
+}
+
+type initKey struct {
+	fn    *ssa.Function
+	depth int
 }
 
 func paramIndex(fn *ssa.Function, v ssa.Value) int {

@@ -11,7 +11,7 @@ import (
 // TestAnalyzer runs the analyzer on small packages, one per kind, each
 // case with a twin that an order the analyzer proves keeps silent.
 func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "ubi", "uad", "cta", "wg", "entry")
+	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "ubi", "uad", "cta", "wg", "entry", "prec")
 }
 
 // TestSuggestedFixes checks the mechanical fix: the Add (or the init)

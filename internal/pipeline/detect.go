@@ -49,6 +49,9 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		packages: &o.Packages,
 		tests:    &o.Tests,
 		phase:    "detect",
+		before: func(ctx context.Context, s *session, jobs []job) {
+			s.learned = learnPackages(ctx, s, &o, jobs) // learn.go
+		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
 			return detectTest(ctx, s, &o, &tabs, j)
 		},
@@ -114,8 +117,8 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		}
 		return 0, "not delayed (//wafl:nodelay)", nil
 	}
-	learned := ""
-	if len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
+	learned, ok := s.learned[j] // a recording run shared with the package's other tests
+	if !ok && len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
 		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
 			return 0, "", err
 		}

@@ -172,7 +172,7 @@ func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job
 		more += fmt.Sprintf("; %s of goroutines that outlived the test dropped", plural(int(ts.Late), "event", "events"))
 	}
 	return analyzePrepared(ctx, s, o, j, s.ws.RawTracePath(j.pkg.ImportPath, j.test), pr.load,
-		time.Duration(ts.End-ts.Begin), more)
+		time.Duration(ts.End-ts.Begin), ts.Late, more)
 }
 
 // crashRE finds the goroutine a Go crash (an unrecovered panic, a fatal

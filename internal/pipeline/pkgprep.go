@@ -35,6 +35,15 @@ type pkgRun struct {
 	kept  map[string]bool // tests whose split trace is used
 	stats *split.Stats
 	load  float64 // loadFactor before the run
+	// analyzed are the kept tests' accounts, analyzed right after the
+	// run while the other packages still run (preparedInPackage).
+	analyzed map[string]analyzed
+}
+
+// analyzed is what preparedInPackage returned for a test.
+type analyzed struct {
+	note string
+	err  error
 }
 
 // runPackages runs the package run of every package with more than one
@@ -76,6 +85,17 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 			// plans, analyzed now (the workflow starts no more tests).
 			keepFinished(context.WithoutCancel(ctx), s, o, pj.pkg, pj.tests, pr)
 			return
+		}
+		// The kept tests' traces are analyzed here, while the other
+		// packages' runs go on; an interrupt does not cut this short
+		// (the analysis of a test's trace is quick, and the plans of
+		// tests that finished are kept).
+		pr.analyzed = map[string]analyzed{}
+		for _, t := range pj.tests {
+			if pr.kept[t] {
+				note, err := preparedInPackage(context.WithoutCancel(ctx), s, o, job{pkg: pj.pkg, test: t}, pr)
+				pr.analyzed[t] = analyzed{note, err}
+			}
 		}
 		mu.Lock()
 		runs[pj.pkg.ImportPath] = pr

@@ -35,6 +35,9 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
 			if pr := s.pkgRuns[j.pkg.ImportPath]; pr != nil && pr.kept[j.test] {
+				if a, ok := pr.analyzed[j.test]; ok {
+					return 0, a.note, a.err
+				}
 				note, err := preparedInPackage(ctx, s, &o, j, pr)
 				return 0, note, err
 			}

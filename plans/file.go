@@ -437,6 +437,12 @@ func (p *Plan) SetLate(n int64) {
 	p.Provenance.Late = &n
 }
 
+// SetDuration records how long the test ran in the preparation run the
+// plan was made from (Provenance.DurationNs).
+func (p *Plan) SetDuration(d int64) {
+	p.Provenance.DurationNs = d
+}
+
 // SetStaticLeft records how many static candidate pairs the analysis
 // left out of the plan by its cap (Provenance.StaticLeft).
 func (p *Plan) SetStaticLeft(n int) {

@@ -38,16 +38,22 @@ import (
 // a recording run finds new pairs where a goroutine of the recorded run was
 // late — it never ran, reached no access before the test ended, or left
 // accesses after the test's end that a package run dropped
-// (Provenance.Late) —, so only such plans learn (and those of older wafls,
-// which did not count them). Each learns in at most one recording run per
-// detect call, which costs about its preparation run: a detect call's
-// learning costs at most one more preparation run of those tests. The
+// (Provenance.Late) —, so such plans (and those of older wafls, which did
+// not count them) keep learning, at most one recording run per detect
+// call. A plan whose goroutines were all on time learns once, and only
+// when its test is short (cheapLearn): another schedule may still bring
+// two accesses within δ, and for a short test a recording run costs
+// little more than the process. Either way a detect call's learning costs
+// at most about one more preparation run of the tests that learn. The
 // tests of a package that learn run in one recording process, as
 // prepare's package run (learnPackages); a test prepared by detect itself
 // learns alone (learn).
 
-// learnable reports whether plan, which has no candidates, gets a
-// recording run.
+// cheapLearn is the longest preparation run of a test without late
+// goroutines that still gets its one recording run.
+const cheapLearn = 100 * time.Millisecond
+
+// learnable reports whether plan gets a recording run.
 func learnable(plan *plans.Plan) bool {
 	if len(plan.Locations) > 0 || plan.Provenance.Learned >= plans.MaxLearn {
 		return false
@@ -59,8 +65,9 @@ func learnable(plan *plans.Plan) bool {
 	}
 	if l := plan.Provenance.Late; l != nil && *l == 0 {
 		// Every goroutine ran and reached its accesses before the test
-		// ended: a recording run would see the same.
-		return false
+		// ended: one more schedule, if the test is short.
+		d := plan.Provenance.DurationNs
+		return plan.Provenance.Learned == 0 && d > 0 && d <= int64(cheapLearn)
 	}
 	return true
 }
@@ -113,7 +120,7 @@ func learnedFrom(ctx context.Context, s *session, o *DetectOptions, j job, plan 
 	plan.CountLearnRun()
 	added := 0
 	if ok {
-		fresh, _, err := analyzeRun(ctx, s.ws, o.Params, j, raw, dropped)
+		fresh, _, err := analyzeRun(ctx, s.ws, o.Params, j, raw, dropped, 0)
 		if err != nil {
 			return nil, 0, &testError{phase: "analyze", note: "analysis failed", err: err}
 		}

@@ -121,7 +121,7 @@ func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, 
 	forgetFailure(s.ws, j)
 	params := o.Params
 	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
-	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw, dropped)
+	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw, dropped, d)
 	if err != nil {
 		return "", &testError{phase: "analyze", note: "analysis failed", err: err}
 	}
@@ -171,8 +171,8 @@ func countPredicted(s *session, stats *analyze.Stats) {
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the
 // plan. dropped are the events of the test's goroutines that its package
 // run dropped after the test's end: they make one more late goroutine
-// (plans.Provenance.Late).
-func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64) (*plans.Plan, *analyze.Stats, error) {
+// (plans.Provenance.Late); d is how long the test ran (0: not known).
+func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil)
 	if err != nil {
@@ -185,6 +185,7 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 		}
 		plan.SetLate(late)
 	}
+	plan.SetDuration(int64(d))
 	if err := os.MkdirAll(filepath.Dir(ws.PlanPath(pkg, test)), 0o755); err != nil {
 		return nil, nil, err
 	}

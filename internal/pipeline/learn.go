@@ -237,16 +237,22 @@ func learnPackage(ctx context.Context, s *session, o *DetectOptions, js []job, p
 			all = crashed == ""
 		}
 	}
-	logSplit(res.Output, res, st, len(tests), len(tests))
+	ok, kept := map[string]bool{}, 0
+	for _, t := range tests {
+		ts := st.Tests[t]
+		if ok[t] = ts != nil && ts.Ended && !ts.Failed && t != crashed && !all; ok[t] {
+			kept++
+		}
+	}
+	logSplit(res.Output, res, st, kept, len(tests), "the others learn nothing from it")
 	out := map[job]string{}
 	for _, j := range js {
 		ts := st.Tests[j.test]
-		ok := ts != nil && ts.Ended && !ts.Failed && j.test != crashed && !all
 		var dropped int64
 		if ts != nil {
 			dropped = ts.Late
 		}
-		plan, added, err := learnedFrom(ctx, s, o, j, plansOf[j.test], s.ws.RawTracePath(ip, j.test), ok, dropped)
+		plan, added, err := learnedFrom(ctx, s, o, j, plansOf[j.test], s.ws.RawTracePath(ip, j.test), ok[j.test], dropped)
 		if err != nil {
 			s.problem(j, "analyze", err.Error())
 			continue

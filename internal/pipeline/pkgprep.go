@@ -163,7 +163,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 			pr.kept[t] = true
 		}
 	}
-	logSplit(res.Output, res, st, len(pr.kept), len(tests))
+	logSplit(res.Output, res, st, len(pr.kept), len(tests), "the others run alone")
 	return pr, nil
 }
 
@@ -225,15 +225,16 @@ func crashGoroutine(output string) (g, creator uint64, ok bool) {
 }
 
 // logSplit appends what the split did to the package run's log.
-func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int) {
+// rest says what happens to the tests not kept.
+func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int, rest string) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nwafl: package run: exit status %d, timed out %v, %s; %d of %d tests kept, the others run alone\n",
-		res.ExitCode, res.TimedOut, res.Duration.Round(time.Millisecond), kept, n)
+	fmt.Fprintf(&b, "\nwafl: package run: exit status %d, timed out %v, %s; %d of %d tests kept, %s\n",
+		res.ExitCode, res.TimedOut, res.Duration.Round(time.Millisecond), kept, n, rest)
 	fmt.Fprintf(&b, "wafl: split: %d events, %d marks, prologue %d, epilogue %d, shared %d, unattributed %d, truncated %v\n",
 		st.Events, st.Marks, st.Prologue, st.Epilogue, st.Shared, st.Unattributed, st.Truncated)
 	for _, ts := range st.Tests {

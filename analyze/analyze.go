@@ -102,7 +102,11 @@ type Stats struct {
 	Gos    int64 // go rows (go statements executed)
 	// Unstarted are the go rows with no fork row of the same parent and
 	// counter: goroutines that never ran before the trace ended.
-	Unstarted  int
+	Unstarted int
+	// Late are the goroutines that never ran or reached no access before
+	// the trace ended: Unstarted and the children of fork rows without a
+	// row of their own.
+	Late       int
 	Lifecycle  int64 // init and dispose rows
 	Uses       int64 // use rows
 	Checks     int64 // check rows (checkact.go)
@@ -361,6 +365,7 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 	}
 	a.stats.PrunedType = a.dropAliased(opts.SlotTypes)
 	a.stats.Unstarted = a.late.unstarted()
+	a.stats.Late = a.late.lateCount()
 	if a.predict {
 		lates := a.late.lates(a.static)
 		var scope map[uint32]int

@@ -246,6 +246,20 @@ func (l *lateTracker) lates(short bool) []lateG {
 	return out
 }
 
+// lateCount counts the goroutines that never ran (go rows without a fork
+// row) and those that ran but reached no row of their own (fork rows whose
+// child has none): the goroutines of predicted and static pairs.
+func (l *lateTracker) lateCount() int {
+	l.flush()
+	n := l.unstarted()
+	for _, f := range l.forks {
+		if _, ran := l.ran[f.child]; !ran {
+			n++
+		}
+	}
+	return n
+}
+
 // unstarted counts the go rows without a fork row.
 func (l *lateTracker) unstarted() int {
 	type pk struct {

@@ -271,6 +271,12 @@ func Merge(a, b *Plan) (*Plan, error) {
 	} else {
 		out.Provenance.Forks = nil
 	}
+	if a.Provenance.Late != nil && b.Provenance.Late != nil {
+		n := *a.Provenance.Late + *b.Provenance.Late
+		out.Provenance.Late = &n
+	} else {
+		out.Provenance.Late = nil
+	}
 	out.Provenance.Truncated = a.Provenance.Truncated || b.Provenance.Truncated
 	out.Provenance.Merged = append(slices.Clone(a.Provenance.Merged), b.Provenance.Merged...)
 	if b.Provenance.Trace != "" {
@@ -423,6 +429,18 @@ func (p *Plan) SetBuild(binary, sites, hash string) {
 // plan was made from (Provenance.Forks).
 func (p *Plan) SetForks(n int64) {
 	p.Provenance.Forks = &n
+}
+
+// SetLate records how many goroutines were late in the run the plan was
+// made from (Provenance.Late).
+func (p *Plan) SetLate(n int64) {
+	p.Provenance.Late = &n
+}
+
+// SetDuration records how long the test ran in the preparation run the
+// plan was made from (Provenance.DurationNs).
+func (p *Plan) SetDuration(d int64) {
+	p.Provenance.DurationNs = d
 }
 
 // SetStaticLeft records how many static candidate pairs the analysis

@@ -107,8 +107,9 @@ func (p *Plan) CountLearnRun() {
 // candidate pairs that added (also counted in the result's
 // Provenance.LearnedCandidates). No candidate set was built with p's
 // analysis parameters, so fresh's (δ, the maximum delay and the load
-// factor they were scaled by) replace them; p's provenance, runs and bugs
-// stay. fresh's pairs are marked FromLearn (MarkFrom). Neither input is
+// factor they were scaled by) replace them, and so does its count of late
+// goroutines (Provenance.Late, a property of the latest run); p's other
+// provenance, runs and bugs stay. fresh's pairs are marked FromLearn (MarkFrom). Neither input is
 // modified.
 func MergeLearned(p, fresh *Plan) (*Plan, int, error) {
 	if len(p.Locations) > 0 {
@@ -125,6 +126,12 @@ func MergeLearned(p, fresh *Plan) (*Plan, int, error) {
 	}
 	k := merged.pairCount()
 	merged.Provenance.LearnedCandidates += k
+	// Whether goroutines were late is a property of the latest run.
+	merged.Provenance.Late = nil
+	if fresh.Provenance.Late != nil {
+		n := *fresh.Provenance.Late
+		merged.Provenance.Late = &n
+	}
 	return merged, k, nil
 }
 

@@ -69,6 +69,10 @@ func (p *Plan) Clone() *Plan {
 		n := *p.Provenance.Forks
 		c.Provenance.Forks = &n
 	}
+	if p.Provenance.Late != nil {
+		n := *p.Provenance.Late
+		c.Provenance.Late = &n
+	}
 	c.Locations = make([]Location, len(p.Locations))
 	for i := range p.Locations {
 		c.Locations[i] = cloneLocation(&p.Locations[i])

@@ -89,6 +89,18 @@ type Provenance struct {
 	// A plan without candidates whose trace has no fork cannot have lost
 	// a pair to a late goroutine, so detect does not re-learn it.
 	Forks *int64 `json:"forks,omitempty"`
+	// Late counts the goroutines of the run the plan was last learned
+	// from that were late: never ran, reached no access of their own
+	// before the test ended, or (one more) left accesses after its end
+	// that its package run dropped. A plan without candidates keeps
+	// learning when it has some (or no Late: a plan written before it
+	// existed), since a recording run finds new pairs where a goroutine
+	// was late; without, it learns once, and only when its test is short
+	// (DurationNs).
+	Late *int64 `json:"late,omitempty"`
+	// DurationNs is how long the test ran in the preparation run the
+	// plan was made from (0: not known).
+	DurationNs int64 `json:"duration_ns,omitempty"`
 	// StaticLeft counts the static candidate pairs the analysis ranked
 	// below its cap per test and left out of the plan
 	// (analyze/static.go).

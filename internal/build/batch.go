@@ -77,9 +77,7 @@ func (b *builder) runBatch(ctx context.Context, n int, us []*unit, modfile, over
 		return us
 	}
 	args := []string{"test", "-c", "-vet=off", "-o", out + string(filepath.Separator), "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
-	if len(b.cfg.Tags) > 0 {
-		args = append(args, "-tags="+strings.Join(b.cfg.Tags, ","))
-	}
+	args = append(args, b.buildFlags()...)
 	for _, u := range us {
 		args = append(args, u.pkg.ImportPath)
 		removeIfNotObject(filepath.Join(out, testBinaryName(u.pkg.ImportPath)))

@@ -114,7 +114,8 @@ type builder struct {
 	work    string
 	log     io.Writer
 	env     []string
-	oldLang bool // the module's go line is older than instrument.MinLang
+	oldLang bool   // the module's go line is older than instrument.MinLang
+	rt      string // the runtime module's directory (writeRuntime)
 	// loaded are the packages go/packages loaded with syntax (test
 	// variants included), for the reach files (reach.go)
 	loaded []*packages.Package
@@ -338,9 +339,7 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 	// -vet=off: vet findings in the user's code are not wafl's business,
 	// and vet would see the rewritten code.
 	args := []string{"test", "-c", "-vet=off", "-o", bin, "-overlay", overlay, "-modfile", modfile, "-mod=mod"}
-	if len(b.cfg.Tags) > 0 {
-		args = append(args, "-tags="+strings.Join(b.cfg.Tags, ","))
-	}
+	args = append(args, b.buildFlags()...)
 	args = append(args, u.pkg.ImportPath)
 	removeIfNotObject(bin)
 	start := time.Now()
@@ -350,6 +349,34 @@ func (b *builder) buildUnit(ctx context.Context, u *unit, modfile, overlay strin
 		return
 	}
 	b.built(u, bin, alloc, time.Since(start))
+}
+
+// buildFlags are the go test -c flags of every build besides the
+// outputs, overlay and module files: the tags, and -ldflags=-w, which
+// leaves out the DWARF debug information — nothing reads it from a test
+// binary wafl runs (tracebacks and the site attribution come from the
+// binary's pc-line table, which stays), and writing it is a large part of
+// a link. A GOFLAGS that sets -ldflags keeps its own.
+func (b *builder) buildFlags() []string {
+	var flags []string
+	if len(b.cfg.Tags) > 0 {
+		flags = append(flags, "-tags="+strings.Join(b.cfg.Tags, ","))
+	}
+	if !strings.Contains(goflags(b.env), "-ldflags") {
+		flags = append(flags, "-ldflags=-w")
+	}
+	return flags
+}
+
+// goflags returns the GOFLAGS of env (the last one counts).
+func goflags(env []string) string {
+	v := ""
+	for _, e := range env {
+		if rest, ok := strings.CutPrefix(e, "GOFLAGS="); ok {
+			v = rest
+		}
+	}
+	return v
 }
 
 // built records the freshly built binary bin of u and writes its site

@@ -49,6 +49,9 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		packages: &o.Packages,
 		tests:    &o.Tests,
 		phase:    "detect",
+		before: func(ctx context.Context, s *session, jobs []job) {
+			s.learned = learnPackages(ctx, s, &o, jobs) // learn.go
+		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
 			return detectTest(ctx, s, &o, &tabs, j)
 		},
@@ -114,8 +117,8 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		}
 		return 0, "not delayed (//wafl:nodelay)", nil
 	}
-	learned := ""
-	if len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
+	learned, ok := s.learned[j] // a recording run shared with the package's other tests
+	if !ok && len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
 		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
 			return 0, "", err
 		}
@@ -155,7 +158,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
 		case report.TimedOut:
 			return 0, "", &testError{note: "timeout",
-				err: fmt.Errorf("run %d timed out (%s); output in %s", r.n, rr.Reason, r.output())}
+				err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
 		case report.SetupFailed:
 			return 0, "", errors.New(rr.Reason)
 		case report.Fail:
@@ -387,7 +390,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
 	}
 	sub, skip := o.subtestArgs()
-	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: o.Timeout, Output: r.output(), Extra: o.binaryArgs()}
+	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
 	res, err := tr.Start(ctx)
 	if err != nil {
 		return nil, err

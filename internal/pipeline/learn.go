@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/report"
+	"github.com/memorder/wafl/internal/split"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -21,8 +24,8 @@ import (
 // again. So detect, given a plan without any candidate, runs the test with
 // recording instead of delays — a detection run with an empty plan would
 // inject nothing anyway — and merges the candidates of its trace into the
-// plan. At most learnPerCall such runs per detect call and plans.MaxLearn
-// per plan; they do not count against --runs.
+// plan. At most one such run per detect call and plans.MaxLearn per plan;
+// they do not count against --runs.
 //
 // A plan with candidates keeps learning too: the first detection run of a
 // detect call also records its events (abi.ModeDetectRecord), at most
@@ -31,76 +34,236 @@ import (
 // plan's δ; at most plans.MaxDetectCandidates a run). The other detection
 // runs do not record: their hooks cost what they cost before.
 
-// learnPerCall bounds the recording runs of one detect call for one test.
-const learnPerCall = 2
+// Which plans without candidates learn, and how (the cost of learning):
+// a recording run finds new pairs where a goroutine of the recorded run was
+// late — it never ran, reached no access before the test ended, or left
+// accesses after the test's end that a package run dropped
+// (Provenance.Late) —, so such plans (and those of older wafls, which did
+// not count them) keep learning, at most one recording run per detect
+// call. A plan whose goroutines were all on time learns once, and only
+// when its test is short (cheapLearn): another schedule may still bring
+// two accesses within δ, and for a short test a recording run costs
+// little more than the process. Either way a detect call's learning costs
+// at most about one more preparation run of the tests that learn. The
+// tests of a package that learn run in one recording process, as
+// prepare's package run (learnPackages); a test prepared by detect itself
+// learns alone (learn).
 
-// learn makes recording runs of test j until one yields candidates or the
-// budget is spent, merging each run's plan into plan, and returns the
-// merged plan (saved) and an account ("" when it made no run).
-func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan) (*plans.Plan, string, error) {
-	pkg, test := j.pkg.ImportPath, j.test
-	runs, added := 0, 0
+// cheapLearn is the longest preparation run of a test without late
+// goroutines that still gets its one recording run.
+const cheapLearn = 100 * time.Millisecond
+
+// learnable reports whether plan gets a recording run.
+func learnable(plan *plans.Plan) bool {
+	if len(plan.Locations) > 0 || plan.Provenance.Learned >= plans.MaxLearn {
+		return false
+	}
 	if f := plan.Provenance.Forks; f != nil && *f == 0 {
 		// No goroutine was started in the recorded run: there was no
-		// late goroutine to miss (a test without goroutines would cost a
-		// recording run per detect for nothing).
+		// late goroutine to miss.
+		return false
+	}
+	if l := plan.Provenance.Late; l != nil && *l == 0 {
+		// Every goroutine ran and reached its accesses before the test
+		// ended: one more schedule, if the test is short.
+		d := plan.Provenance.DurationNs
+		return plan.Provenance.Learned == 0 && d > 0 && d <= int64(cheapLearn)
+	}
+	return true
+}
+
+// learn makes one recording run of test j if its plan learns (learnable),
+// merges what the run found into plan and returns the merged plan (saved)
+// and an account ("" when it made no run).
+func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan) (*plans.Plan, string, error) {
+	if !learnable(plan) {
 		return plan, "", nil
 	}
-	for runs < learnPerCall && plan.Provenance.Learned < plans.MaxLearn && len(plan.Locations) == 0 {
-		n := plan.Provenance.Learned + 1
-		raw := s.ws.RawTracePath(pkg, test)
-		if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
-			return nil, "", err
-		}
-		os.Remove(raw)
-		sub, skip := o.subtestArgs()
-		res, err := testrun.Run{
-			Sub: sub, Skip: skip, Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test,
-			Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
-			Timeout: o.Timeout,
-			Output:  s.ws.LogPath(pkg, test, "learn"+strconv.Itoa(n)+".log"),
-		}.Start(ctx)
+	pkg, test := j.pkg.ImportPath, j.test
+	n := plan.Provenance.Learned + 1
+	raw := s.ws.RawTracePath(pkg, test)
+	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
+		return nil, "", err
+	}
+	os.Remove(raw)
+	sub, skip := o.subtestArgs()
+	res, err := testrun.Run{
+		Sub: sub, Skip: skip, Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test,
+		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
+		Timeout: o.Timeout,
+		Output:  s.ws.LogPath(pkg, test, "learn"+strconv.Itoa(n)+".log"),
+		Extra:   o.binaryArgs(),
+	}.Start(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	// A failing recording run teaches nothing; the detection runs that
+	// follow (if any) will show the failure.
+	ok := !res.TimedOut && res.ExitCode == 0
+	plan, added, err := learnedFrom(ctx, s, o, j, plan, raw, ok, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	if !plan.Empty() {
+		// detectPlan counted the test before it learned.
+		s.sum.add(func(s *Summary) { s.WithCandidates++ })
+	}
+	return plan, learnAccount(plan, added, ""), nil
+}
+
+// learnedFrom counts a recording run of test j for plan and, when the run
+// passed (ok), merges the candidates of its raw trace into plan; dropped
+// are the events of the test's goroutines its package run dropped after
+// the test's end. It saves and returns the plan and the pairs added.
+func learnedFrom(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, raw string, ok bool, dropped int64) (*plans.Plan, int, error) {
+	pkg, test := j.pkg.ImportPath, j.test
+	plan.CountLearnRun()
+	added := 0
+	if ok {
+		fresh, _, err := analyzeRun(ctx, s.ws, o.Params, j, raw, dropped, 0)
 		if err != nil {
-			return nil, "", err
+			return nil, 0, &testError{phase: "analyze", note: "analysis failed", err: err}
 		}
-		runs++
-		plan.CountLearnRun()
-		if res.TimedOut || res.ExitCode != 0 {
-			// A failing recording run teaches nothing; the detection
-			// runs that follow (if any) will show the failure.
-			if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
-				return nil, "", err
-			}
-			break
-		}
-		fresh, _, err := analyzeRun(ctx, s.ws, o.Params, j, raw)
-		if err != nil {
-			return nil, "", &testError{phase: "analyze", note: "analysis failed", err: err}
-		}
-		// plan has no candidates (the loop's condition): the learning
-		// run's analysis parameters (δ and maximum delay scaled for the
-		// load now) replace its own.
+		// plan has no candidates (learnable): the learning run's
+		// analysis parameters (δ and maximum delay scaled for the load
+		// now) replace its own.
 		merged, k, err := plans.MergeLearned(plan, fresh)
 		if err != nil {
-			return nil, "", err
+			return nil, 0, err
 		}
-		added += k
-		plan = merged
-		if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
-			return nil, "", err
-		}
+		plan, added = merged, k
+	} else {
+		os.Remove(raw)
 	}
-	if runs == 0 {
-		return plan, "", nil
+	if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
+		return nil, 0, err
 	}
 	s.sum.add(func(s *Summary) {
-		s.LearnRuns += runs
+		s.LearnRuns++
 		s.Learned += added
-		if !plan.Empty() {
-			s.WithCandidates++
-		}
 	})
-	return plan, fmt.Sprintf("learned %d candidate pairs in %d recording run(s)", added, runs), nil
+	return plan, added, nil
+}
+
+// learnAccount is the account of a test's recording run.
+func learnAccount(plan *plans.Plan, added int, how string) string {
+	return fmt.Sprintf("learned %s in a recording run%s", plural(added, "candidate pair", "candidate pairs"), how)
+}
+
+// learnPackages makes, before detection, the recording runs of the tests
+// among jobs whose current plans learn (learnable): one process per
+// package, o.Parallel packages at a time, split per test as prepare's
+// package run is. It returns each such test's account by job; a test whose
+// plan is not current (detect prepares it first) learns alone later.
+func learnPackages(ctx context.Context, s *session, o *DetectOptions, jobs []job) map[job]string {
+	var mu sync.Mutex
+	out := map[job]string{}
+	forEach(ctx, o.Parallel, byPackage(jobs), func(js []job) {
+		var learn []job
+		plansOf := map[string]*plans.Plan{}
+		for _, j := range js {
+			if o.Basic || slices.Contains(j.pkg.NoDelay, j.test) {
+				continue
+			}
+			plan, err := plans.Load(s.ws.PlanPath(j.pkg.ImportPath, j.test))
+			if err != nil || plan.Provenance.BinaryHash != j.pkg.hash || plan.Provenance.Basic || len(plan.Bugs) > 0 || !learnable(plan) {
+				continue
+			}
+			learn = append(learn, j)
+			plansOf[j.test] = plan
+		}
+		if len(learn) == 0 {
+			return
+		}
+		acc, err := learnPackage(ctx, s, o, learn, plansOf)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.prog.Printf("wafl: %s: the shared recording run of %s failed, each learns alone: %v\n",
+					learn[0].pkg.ImportPath, plural(len(learn), "test", "tests"), err)
+			}
+			return
+		}
+		mu.Lock()
+		for j, a := range acc {
+			out[j] = a
+		}
+		mu.Unlock()
+	})
+	return out
+}
+
+// learnPackage runs the tests js of one package in one recording process
+// and merges what each test's part of the trace shows into its plan
+// (plansOf, by test).
+func learnPackage(ctx context.Context, s *session, o *DetectOptions, js []job, plansOf map[string]*plans.Plan) (map[job]string, error) {
+	pkg := js[0].pkg
+	ip := pkg.ImportPath
+	tests := make([]string, len(js))
+	for i, j := range js {
+		tests[i] = j.test
+	}
+	raw := s.ws.RawTracePath(ip, pkgRunName)
+	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
+		return nil, err
+	}
+	os.Remove(raw)
+	defer os.Remove(raw)
+	sub, skip := o.subtestArgs()
+	res, err := testrun.Run{
+		Sub: sub, Skip: skip, Binary: pkg.Binary, Dir: pkg.Dir, Tests: tests,
+		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
+		Timeout: o.Timeout,
+		Output:  s.ws.LogPath(ip, pkgRunName, "learn.log"),
+		Extra:   o.binaryArgs(),
+	}.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(raw); err != nil {
+		return nil, fmt.Errorf("the test binary wrote no trace (exit status %d); output in %s", res.ExitCode, res.Output)
+	}
+	st, err := split.Split(raw, tests, func(t string) string { return s.ws.RawTracePath(ip, t) })
+	if err != nil {
+		return nil, err
+	}
+	// A test's part counts when it ended and passed and the run's crash,
+	// if any, was not on one of its goroutines (as prepare's package run).
+	crashed, all := "", false
+	if res.ExitCode != 0 && !res.TimedOut {
+		if g, creator, ok := crashGoroutine(res.Output); ok {
+			if crashed = st.Owner(g); crashed == "" && creator != 0 {
+				crashed = st.Owner(creator)
+			}
+			all = crashed == ""
+		}
+	}
+	ok, kept := map[string]bool{}, 0
+	for _, t := range tests {
+		ts := st.Tests[t]
+		if ok[t] = ts != nil && ts.Ended && !ts.Failed && t != crashed && !all; ok[t] {
+			kept++
+		}
+	}
+	logSplit(res.Output, res, st, kept, len(tests), "the others learn nothing from it")
+	out := map[job]string{}
+	for _, j := range js {
+		ts := st.Tests[j.test]
+		var dropped int64
+		if ts != nil {
+			dropped = ts.Late
+		}
+		plan, added, err := learnedFrom(ctx, s, o, j, plansOf[j.test], s.ws.RawTracePath(ip, j.test), ok[j.test], dropped)
+		if err != nil {
+			s.problem(j, "analyze", err.Error())
+			continue
+		}
+		how := ""
+		if len(js) > 1 {
+			how = " shared with " + plural(len(js)-1, "other test", "other tests")
+		}
+		out[j] = learnAccount(plan, added, how)
+	}
+	return out, nil
 }
 
 // recordsRun reports whether detection run k (0-based, in this detect

@@ -4,14 +4,17 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/memorder/wafl/plans"
 )
 
-// lateSrc is a test whose racing goroutine does not reach its access in
-// its first run (it counts its runs in a file next to it): the preparation
-// run records a fork but no pair, so the plan has no candidates. The
+// lateSrc is a test whose racing goroutine is late in its first run (it
+// counts its runs in a file next to it): it starts but reaches no access
+// before the test ends, so the preparation run records its fork and no
+// pair, the plan has no candidates and counts a late goroutine. The
 // access is in a func value the goroutine calls, which the static reach
 // of the go statement does not follow: no static pair stands in for it.
 const lateSrc = `package late
@@ -42,14 +45,18 @@ func TestLate(t *testing.T) {
 	done := make(chan struct{})
 	first := runs(t) == 1
 	go func() {
-		defer close(done)
-		if !first { // in the first run the goroutine never gets to its access
-			deref(s)
+		if first { // in the first run the goroutine is late: no access before the test ends
+			time.Sleep(time.Second)
+			return
 		}
+		deref(s)
+		close(done)
 	}()
 	time.Sleep(5 * time.Millisecond)
 	s.p = nil
-	<-done
+	if !first {
+		<-done
+	}
 }
 `
 
@@ -103,6 +110,88 @@ func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
 	}
 	if p.Provenance.Learned != 1 || p.Provenance.LearnedCandidates < 1 {
 		t.Fatalf("provenance: learned %d, learned candidates %d", p.Provenance.Learned, p.Provenance.LearnedCandidates)
+	}
+}
+
+// TestLearnOnlyLate: of a package's plans without candidates, those
+// whose run had a late goroutine learn, a short test whose goroutines were
+// all on time learns once, a longer one not at all; they learn in one
+// recording process.
+func TestLearnOnlyLate(t *testing.T) {
+	dir := t.TempDir()
+	lateA := strings.ReplaceAll(strings.ReplaceAll(lateSrc, "TestLate", "TestLateA"), "runs.txt", "runsA.txt")
+	lateB := strings.ReplaceAll(strings.ReplaceAll(lateSrc, "TestLate", "TestLateB"), "runs.txt", "runsB.txt")
+	lateB = lateB[strings.Index(lateB, "func runs"):]
+	lateB = strings.ReplaceAll(strings.ReplaceAll(lateB, "func runs(", "func runsB("), "runs(t)", "runsB(t)")
+	for name, data := range map[string]string{
+		"go.mod":    "module example.com/late\n\ngo 1.22\n",
+		"a_test.go": lateA,
+		"b_test.go": "package late\n\nimport (\n\t\"os\"\n\t\"strconv\"\n\t\"testing\"\n\t\"time\"\n)\n\n" + lateB,
+		"ontime_test.go": `package late
+
+import (
+	"testing"
+	"time"
+)
+
+func onTime() {
+	s := &S{p: new(int)}
+	done := make(chan struct{})
+	go func() {
+		_ = *s.p
+		close(done)
+	}()
+	<-done
+}
+
+func TestShort(t *testing.T) { onTime() }
+
+func TestOnTime(t *testing.T) {
+	onTime()
+	time.Sleep(300 * time.Millisecond)
+}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := DetectOptions{
+		PrepareOptions: PrepareOptions{
+			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+			Packages: Packages{Patterns: []string{"./..."}},
+			Tests:    Tests{Parallel: 1},
+		},
+		Runs: 1,
+	}
+	sum, err := Prepare(context.Background(), o.PrepareOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Prepared != 4 || sum.WithCandidates != 0 {
+		t.Fatalf("prepare: %d prepared, %d with candidates; want 4, 0 (problems %v)", sum.Prepared, sum.WithCandidates, sum.Problems)
+	}
+	if sum, err = Detect(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if sum.LearnRuns != 3 {
+		t.Fatalf("detect: %d learning runs; want 3, of TestLateA, TestLateB and TestShort (problems %v)", sum.LearnRuns, sum.Problems)
+	}
+	if _, err := os.Stat(filepath.Join(o.WorkDir, "logs", "example.com", "late", pkgRunName+".learn.log")); err != nil {
+		t.Fatalf("no shared recording run: %v", err)
+	}
+	// A second detect: TestShort has had its one run.
+	if _, err := Detect(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for test, want := range map[string]int{"TestLateA": 1, "TestLateB": 1, "TestShort": 1, "TestOnTime": 0} {
+		p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "late", test+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Provenance.Learned; got != want && !(want == 1 && got == 2 && len(p.Locations) == 0 && test != "TestShort") {
+			t.Errorf("%s: learned in %d runs; want %d (late %v, duration %v)", test, got, want, p.Provenance.Late, time.Duration(p.Provenance.DurationNs))
+		}
 	}
 }
 

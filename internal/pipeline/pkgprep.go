@@ -35,6 +35,15 @@ type pkgRun struct {
 	kept  map[string]bool // tests whose split trace is used
 	stats *split.Stats
 	load  float64 // loadFactor before the run
+	// analyzed are the kept tests' accounts, analyzed right after the
+	// run while the other packages still run (preparedInPackage).
+	analyzed map[string]analyzed
+}
+
+// analyzed is what preparedInPackage returned for a test.
+type analyzed struct {
+	note string
+	err  error
 }
 
 // runPackages runs the package run of every package with more than one
@@ -76,6 +85,17 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 			// plans, analyzed now (the workflow starts no more tests).
 			keepFinished(context.WithoutCancel(ctx), s, o, pj.pkg, pj.tests, pr)
 			return
+		}
+		// The kept tests' traces are analyzed here, while the other
+		// packages' runs go on; an interrupt does not cut this short
+		// (the analysis of a test's trace is quick, and the plans of
+		// tests that finished are kept).
+		pr.analyzed = map[string]analyzed{}
+		for _, t := range pj.tests {
+			if pr.kept[t] {
+				note, err := preparedInPackage(context.WithoutCancel(ctx), s, o, job{pkg: pj.pkg, test: t}, pr)
+				pr.analyzed[t] = analyzed{note, err}
+			}
 		}
 		mu.Lock()
 		runs[pj.pkg.ImportPath] = pr
@@ -143,7 +163,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 			pr.kept[t] = true
 		}
 	}
-	logSplit(res.Output, res, st, len(pr.kept), len(tests))
+	logSplit(res.Output, res, st, len(pr.kept), len(tests), "the others run alone")
 	return pr, nil
 }
 
@@ -172,7 +192,7 @@ func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job
 		more += fmt.Sprintf("; %s of goroutines that outlived the test dropped", plural(int(ts.Late), "event", "events"))
 	}
 	return analyzePrepared(ctx, s, o, j, s.ws.RawTracePath(j.pkg.ImportPath, j.test), pr.load,
-		time.Duration(ts.End-ts.Begin), more)
+		time.Duration(ts.End-ts.Begin), ts.Late, more)
 }
 
 // crashRE finds the goroutine a Go crash (an unrecovered panic, a fatal
@@ -205,15 +225,16 @@ func crashGoroutine(output string) (g, creator uint64, ok bool) {
 }
 
 // logSplit appends what the split did to the package run's log.
-func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int) {
+// rest says what happens to the tests not kept.
+func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int, rest string) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nwafl: package run: exit status %d, timed out %v, %s; %d of %d tests kept, the others run alone\n",
-		res.ExitCode, res.TimedOut, res.Duration.Round(time.Millisecond), kept, n)
+	fmt.Fprintf(&b, "\nwafl: package run: exit status %d, timed out %v, %s; %d of %d tests kept, %s\n",
+		res.ExitCode, res.TimedOut, res.Duration.Round(time.Millisecond), kept, n, rest)
 	fmt.Fprintf(&b, "wafl: split: %d events, %d marks, prologue %d, epilogue %d, shared %d, unattributed %d, truncated %v\n",
 		st.Events, st.Marks, st.Prologue, st.Epilogue, st.Shared, st.Unattributed, st.Truncated)
 	for _, ts := range st.Tests {

@@ -35,6 +35,9 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
 			if pr := s.pkgRuns[j.pkg.ImportPath]; pr != nil && pr.kept[j.test] {
+				if a, ok := pr.analyzed[j.test]; ok {
+					return 0, a.note, a.err
+				}
 				note, err := preparedInPackage(ctx, s, &o, j, pr)
 				return 0, note, err
 			}
@@ -107,17 +110,18 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "fails without delays", err: err}
 	}
-	return analyzePrepared(ctx, s, o, j, raw, load, res.Duration, "")
+	return analyzePrepared(ctx, s, o, j, raw, load, res.Duration, 0, "")
 }
 
 // analyzePrepared analyzes the trace of a test's passing preparation run
 // (alone, or split out of its package's run) into its plan. It returns
-// the test's one-line account; more is added to it.
-func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, raw string, load float64, d time.Duration, more string) (string, error) {
+// the test's one-line account; more is added to it. dropped are the
+// events of its goroutines the package run dropped after its end.
+func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, raw string, load float64, d time.Duration, dropped int64, more string) (string, error) {
 	forgetFailure(s.ws, j)
 	params := o.Params
 	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
-	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw)
+	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw, dropped, d)
 	if err != nil {
 		return "", &testError{phase: "analyze", note: "analysis failed", err: err}
 	}
@@ -164,13 +168,24 @@ func countPredicted(s *session, stats *analyze.Stats) {
 	})
 }
 
-// analyzeRun converts a raw trace to Arrow, analyzes it and saves the plan.
-func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string) (*plans.Plan, *analyze.Stats, error) {
+// analyzeRun converts a raw trace to Arrow, analyzes it and saves the
+// plan. dropped are the events of the test's goroutines that its package
+// run dropped after the test's end: they make one more late goroutine
+// (plans.Provenance.Late); d is how long the test ran (0: not known).
+func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	if stats != nil {
+		late := int64(stats.Late)
+		if dropped > 0 {
+			late++
+		}
+		plan.SetLate(late)
+	}
+	plan.SetDuration(int64(d))
 	if err := os.MkdirAll(filepath.Dir(ws.PlanPath(pkg, test)), 0o755); err != nil {
 		return nil, nil, err
 	}

@@ -73,6 +73,9 @@ type session struct {
 	interrupted string
 	// pkgRuns are prepare's package runs by import path (pkgprep.go).
 	pkgRuns map[string]*pkgRun
+	// learned are the accounts of the tests detect's package recording
+	// runs learned for (learn.go).
+	learned map[job]string
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the

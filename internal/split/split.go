@@ -339,7 +339,11 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 		return err
 	}
 	defer f.Close()
-	r, err := trace.NewRawReader(bufio.NewReaderSize(f, 1<<20), raw)
+	size := int64(1 << 20)
+	if fi, err := f.Stat(); err == nil {
+		size = min(max(fi.Size(), 4<<10), 1<<20)
+	}
+	r, err := trace.NewRawReader(bufio.NewReaderSize(f, int(size)), raw)
 	if err != nil {
 		if errors.Is(err, trace.ErrTruncated) {
 			st.Truncated = true

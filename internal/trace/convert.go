@@ -26,7 +26,13 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 		return 0, fmt.Errorf("opening spill file: %w", err)
 	}
 	defer in.Close()
-	rr, err := NewRawReader(bufio.NewReaderSize(in, 1<<20), rawPath)
+	// Buffers sized to the file: a test's spill file is often a few
+	// kilobytes, and prepare converts one per test.
+	size := int64(1 << 20)
+	if fi, err := in.Stat(); err == nil {
+		size = fi.Size()
+	}
+	rr, err := NewRawReader(bufio.NewReaderSize(in, int(min(max(size, 4<<10), 1<<20))), rawPath)
 	if err != nil && !errors.Is(err, ErrTruncated) {
 		return 0, err
 	}
@@ -35,13 +41,14 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 	if err != nil {
 		return 0, err
 	}
+	rows := int(min(max(size/abi.RawRecordSize, 64), convertRows))
 	b := &Batch{
-		Time:  make([]int64, 0, convertRows),
-		G:     make([]uint64, 0, convertRows),
-		Clock: make([]uint32, 0, convertRows),
-		Site:  make([]uint32, 0, convertRows),
-		Obj:   make([]uint64, 0, convertRows),
-		Op:    make([]uint8, 0, convertRows),
+		Time:  make([]int64, 0, rows),
+		G:     make([]uint64, 0, rows),
+		Clock: make([]uint32, 0, rows),
+		Site:  make([]uint32, 0, rows),
+		Obj:   make([]uint64, 0, rows),
+		Op:    make([]uint8, 0, rows),
 	}
 	flush := func() error {
 		if b.Len() == 0 {

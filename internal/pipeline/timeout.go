@@ -1,0 +1,43 @@
+package pipeline
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/memorder/wafl/plans"
+)
+
+// A detection run that hangs under its delays (a test helper that
+// deadlocks once a goroutine is late) would hold its package's detection
+// for the whole --timeout. A run takes the time of its preparation run,
+// stretched by the load and lengthened by its delays, which the plan caps
+// per run: one that takes hangFactor times its preparation run plus that
+// cap, and at least hangFloor, is killed as a timeout.
+const (
+	hangFactor = 10
+	hangFloor  = time.Minute
+)
+
+// runTimeout is the timeout of a detection run of plan: timeout, or the
+// hang bound above when it is shorter (plans without the preparation
+// run's duration: timeout).
+func runTimeout(timeout time.Duration, plan *plans.Plan) time.Duration {
+	d := time.Duration(plan.Provenance.DurationNs)
+	if d <= 0 {
+		return timeout
+	}
+	bound := max(hangFactor*d, hangFloor) + time.Duration(plan.Params.MaxDelayPerRunNs)
+	return min(timeout, bound)
+}
+
+// timeoutNote says why a detection run of plan timed out before timeout
+// ("" when its timeout was timeout).
+func timeoutNote(timeout time.Duration, plan *plans.Plan) string {
+	t := runTimeout(timeout, plan)
+	if t >= timeout {
+		return ""
+	}
+	return "; killed after " + t.Round(time.Second).String() + ": " + strconv.Itoa(hangFactor) +
+		"× its preparation run (" + time.Duration(plan.Provenance.DurationNs).Round(time.Millisecond).String() +
+		"), at least " + hangFloor.String() + ", plus its delays, is taken for a hang (--timeout bounds it too)"
+}

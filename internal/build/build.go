@@ -119,6 +119,9 @@ type builder struct {
 	// loaded are the packages go/packages loaded with syntax (test
 	// variants included), for the reach files (reach.go)
 	loaded []*packages.Package
+	// copies are the modules in the module cache that foreign units are
+	// built from copies of (modcopy.go).
+	copies []modCopy
 }
 
 func newBuilder(cfg Config) (*builder, error) {
@@ -193,6 +196,9 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.copyForeignModules(ctx, units); err != nil {
+		return nil, err
+	}
 	res.LoadTime = time.Since(t0)
 
 	t1 := time.Now()
@@ -213,7 +219,7 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 			continue
 		}
 		for k, v := range u.files {
-			overlay[k] = v
+			overlay[b.relocate(k)] = v
 		}
 	}
 	res.RewriteTime = time.Since(t1)

@@ -173,6 +173,9 @@ func (b *builder) writeModfile() (string, error) {
 		mod = append(mod, fmt.Sprintf("\n// Added by wafl: the runtime linked into instrumented test binaries.\nrequire %s %s\n\nreplace %s => %s\n",
 			waflModulePath, waflPseudoVers, waflModulePath, b.rt)...)
 	}
+	if mod, err = replaceCopies(mod, b.copies); err != nil {
+		return "", fmt.Errorf("%s: adding the replacements of instrumented dependencies: %w", b.gomod, err)
+	}
 	// Written on every build: with -mod=mod the go command may have
 	// edited the previous copy (raised its go line, added requirements).
 	if err := writeIfChanged(modPath, mod); err != nil {

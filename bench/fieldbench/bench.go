@@ -249,6 +249,9 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 	start := time.Now()
 	defer func() { try.WallSecs = time.Since(start).Seconds() }()
 	common := []string{"--run", m.RunPattern(), "--dir", dir, "--timeout", m.Timeout.String()}
+	for _, pat := range strings.Fields(m.Instrument) {
+		common = append(common, "--instrument", pat)
+	}
 	wc := Cmd{Dir: src.Root, Env: GoEnv(), Timeout: 20*time.Minute + 2*m.Timeout}
 
 	p := wc.Run(ctx, o.Wafl, append(append([]string{"prepare"}, common...), m.Package)...)

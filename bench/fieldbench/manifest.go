@@ -56,7 +56,10 @@ type Manifest struct {
 	FixedIn   string
 	TestFrom  string
 	Summary   string
-	Class     string // off-path, map-entry or late-goroutine (issue 23), optional
+	Class     string // off-path, map-entry or late-goroutine, optional
+	// Instrument are --instrument patterns (space-separated): dependency
+	// packages that hold one side of the race, optional.
+	Instrument string
 	Exposable string
 	Diagnosis string
 	Timeout   time.Duration
@@ -101,7 +104,7 @@ func ParseManifest(path string) (*Manifest, error) {
 		"project": &m.Project, "module": &m.Module, "version": &m.Version,
 		"package": &m.Package, "test": &m.Test, "run": &m.Run, "patch": &m.Patch, "panic": &m.Panic,
 		"issue": &m.Issue, "fix": &m.Fix, "fixed-in": &m.FixedIn, "test-from": &m.TestFrom,
-		"summary": &m.Summary, "class": &m.Class, "exposable": &m.Exposable, "diagnosis": &m.Diagnosis,
+		"summary": &m.Summary, "class": &m.Class, "instrument": &m.Instrument, "exposable": &m.Exposable, "diagnosis": &m.Diagnosis,
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)

@@ -219,7 +219,13 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 			continue
 		}
 		for k, v := range u.files {
-			overlay[b.relocate(k)] = v
+			to := b.relocate(k)
+			if to != k {
+				if err := lineDirective(v, k); err != nil {
+					return nil, err
+				}
+			}
+			overlay[to] = v
 		}
 	}
 	res.RewriteTime = time.Since(t1)

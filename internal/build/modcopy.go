@@ -124,6 +124,27 @@ func copyModule(src, dst, path string) error {
 	return os.WriteFile(done, nil, 0o644)
 }
 
+// lineDirective makes the rewritten Go file at path, which the build
+// compiles under the name of its module's copy, name its positions after
+// the original file name in the module cache (a //line directive before its
+// first line): panics, stack traces and reports then show the file the
+// site table names. The rewriting keeps line numbers, so the directive
+// only renames.
+func lineDirective(path, name string) error {
+	if !strings.HasSuffix(path, ".go") {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dir := "//line " + name + ":1\n"
+	if strings.HasPrefix(string(data), dir) {
+		return nil
+	}
+	return os.WriteFile(path, append([]byte(dir), data...), 0o644)
+}
+
 // replaceCopies returns the go.mod text mod with every copied module
 // replaced by its copy (an earlier replacement of that module dropped).
 func replaceCopies(mod []byte, copies []modCopy) ([]byte, error) {

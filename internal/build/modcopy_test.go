@@ -92,6 +92,31 @@ func TestGroup(t *testing.T) {
 	if n == 0 {
 		t.Errorf("no site in %s; log:\n%s", cached, log.String())
 	}
+	// The build compiles a copy, under names that say where the file is.
+	ov, err := os.ReadFile(filepath.Join(res.WorkDir, "build", "overlay.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct{ Replace map[string]string }
+	if err := json.Unmarshal(ov, &o); err != nil {
+		t.Fatal(err)
+	}
+	copied := 0
+	for k, v := range o.Replace {
+		if strings.HasPrefix(k, info.Dir+string(filepath.Separator)) {
+			t.Errorf("overlay replaces %s in the module cache", k)
+		}
+		if filepath.Base(k) == "errgroup.go" {
+			copied++
+			data, _ := os.ReadFile(v)
+			if !strings.HasPrefix(string(data), "//line "+cached+":1\n") {
+				t.Errorf("%s (for %s) does not name %s in a //line directive:\n%.200s", v, k, cached, data)
+			}
+		}
+	}
+	if copied != 1 {
+		t.Errorf("errgroup.go overlaid %d times, want 1: %v", copied, o.Replace)
+	}
 	if out, err := exec.Command(p.Binary, "-test.count=1").CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", p.Binary, err, out)
 	}

@@ -95,6 +95,7 @@ func TestClassify(t *testing.T) {
 		pipeline.Problem{Package: "ex.com/m", Test: "TestFlaky", Phase: "detect", Reason: "failed under delays without a MEMORDER panic:\nrun 1: x (output in /w/wafl/logs/ex.com/m/TestFlaky.run1.log)"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestPlainBad", Phase: "prepare", Reason: "test failed without delays"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestInstr", Phase: "prepare", Reason: "test failed without delays"},
+		pipeline.Problem{Package: "ex.com/m", Test: "TestInstr", Phase: "prepare", Reason: "fails without delays on this build of the package, in an earlier run"},
 		pipeline.Problem{Package: "ex.com/m/v2", Phase: "build", Reason: "building instrumented test binary: boom"},
 		pipeline.Problem{Package: "ex.com/m/plainbroken", Phase: "build", Reason: "does not compile"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestW", Phase: "analyze", Reason: "warning: trace truncated"},

@@ -384,6 +384,20 @@ func blankUse(osName string) dst.Decl {
 	return d
 }
 
+// blankAtomicUse is `var _ = atomic.F` for the import name of sync/atomic
+// whose pointer functions (F one of them) were replaced by helpers: when
+// they were the file's only use of the import, it would be unused
+// (hashicorp/go-memdb's txn.go did not build instrumented).
+func blankAtomicUse(name, fn string) dst.Decl {
+	d := &dst.GenDecl{Tok: token.VAR, Specs: []dst.Spec{&dst.ValueSpec{
+		Names:  []*dst.Ident{dst.NewIdent("_")},
+		Values: []dst.Expr{&dst.SelectorExpr{X: dst.NewIdent(name), Sel: dst.NewIdent(fn)}},
+	}}}
+	d.Decs.Before = dst.EmptyLine
+	d.Decs.Start.Append("// wafl replaced sync/atomic's pointer functions with its own; keep the import used.")
+	return d
+}
+
 // ---- dst construction helpers ----
 
 func call(name string, args ...dst.Expr) *dst.CallExpr {

@@ -46,7 +46,7 @@ func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, 
 	c := &collector{
 		fset: fset, info: info, shared: shared, flow: fl, alloc: alloc, pkg: pkg,
 		litSeq: map[string]int{},
-		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}},
+		ed:     &edits{acts: map[ast.Node][]action{}, exitUse: map[string]bool{}, atomicUse: map[string]string{}},
 		file:   file,
 	}
 	for _, d := range file.Decls {
@@ -479,6 +479,11 @@ func (c *collector) atomicPointerFunc(n *ast.CallExpr, fsel *ast.SelectorExpr) {
 	}
 	id := c.site(atomicSiteKind(fn.Name()), n, n.Args[0])
 	c.ed.add(n, action{kind: actAtomicFunc, site: id, op: h})
+	if x, ok := fsel.X.(*ast.Ident); ok {
+		if _, ok := c.info.Uses[x].(*types.PkgName); ok {
+			c.ed.atomicUse[x.Name] = fn.Name()
+		}
+	}
 }
 
 // osExit records the replacement of os.Exit (qualified, or dot-imported)

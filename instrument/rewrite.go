@@ -63,6 +63,14 @@ func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bo
 	for _, name := range exitNames {
 		df.Decls = append(df.Decls, blankUse(name))
 	}
+	atomicNames := make([]string, 0, len(ed.atomicUse))
+	for name := range ed.atomicUse {
+		atomicNames = append(atomicNames, name)
+	}
+	sort.Strings(atomicNames)
+	for _, name := range atomicNames {
+		df.Decls = append(df.Decls, blankAtomicUse(name, ed.atomicUse[name]))
+	}
 
 	if lineDirectives {
 		markPositions(dec, df, fset)
@@ -82,11 +90,15 @@ func rewriteFile(fset *token.FileSet, info *types.Info, shared map[*types.Var]bo
 // edits is what collection decided for one file: the actions on original
 // nodes, which apply carries out on the dst tree.
 type edits struct {
-	acts     map[ast.Node][]action
-	exitUse  map[string]bool // import names of os whose Exit was replaced
-	numSites int
-	numCtx   int      // func values wrapped with their creation context
-	notes    []string // constructs left alone on purpose, "file:line:col: why"
+	acts    map[ast.Node][]action
+	exitUse map[string]bool // import names of os whose Exit was replaced
+	// atomicUse: import names of sync/atomic whose pointer functions
+	// were replaced, with one such function (the file's only use of the
+	// import may be gone).
+	atomicUse map[string]string
+	numSites  int
+	numCtx    int      // func values wrapped with their creation context
+	notes     []string // constructs left alone on purpose, "file:line:col: why"
 }
 
 func (e *edits) add(n ast.Node, a action) {

@@ -14,6 +14,12 @@ func TestFixPositions(t *testing.T) {
 	if got := string(fixPositions([]byte(src), "/src/p.go")); got != "package p\n\nfunc f() {\n\ta()\n}\n" {
 		t.Errorf("unshifted: got:\n%s", got)
 	}
+	// A raw string's lines keep their trailing blanks (miekg/dns's
+	// update_test.go expects "ANY\t" at line ends).
+	src = "package p\n\nvar s = `a\t\nb \n`\n\nfunc f() {\n\t/*WAFLPOS:8:2*/a()\n}\n"
+	if got := string(fixPositions([]byte(src), "/src/p.go")); got != "package p\n\nvar s = `a\t\nb \n`\n\nfunc f() {\n\ta()\n}\n" {
+		t.Errorf("raw string: got:\n%q", got)
+	}
 }
 
 func TestIsTestName(t *testing.T) {

@@ -526,7 +526,13 @@ func Classify(problems []string, plainFails map[string]bool) ([]Broken, []WaflEr
 			}
 			broken = append(broken, b)
 		case "prepare":
-			if !plainFails[name] && !plainFails[pkg] {
+			// detect names a test that failed without delays again
+			// ("remembered"): one error per test.
+			dup := false
+			for _, e := range errs {
+				dup = dup || e.Kind == "prepare" && e.What == name
+			}
+			if !dup && !plainFails[name] && !plainFails[pkg] {
 				errs = append(errs, WaflError{Kind: "prepare", What: name,
 					Reason: "fails or hangs under instrumentation without delays, passes in plain go test: " + full})
 			}

@@ -95,6 +95,7 @@ func TestClassify(t *testing.T) {
 		pipeline.Problem{Package: "ex.com/m", Test: "TestFlaky", Phase: "detect", Reason: "failed under delays without a MEMORDER panic:\nrun 1: x (output in /w/wafl/logs/ex.com/m/TestFlaky.run1.log)"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestPlainBad", Phase: "prepare", Reason: "test failed without delays"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestInstr", Phase: "prepare", Reason: "test failed without delays"},
+		pipeline.Problem{Package: "ex.com/m", Test: "TestInstr", Phase: "prepare", Reason: "fails without delays on this build of the package, in an earlier run"},
 		pipeline.Problem{Package: "ex.com/m/v2", Phase: "build", Reason: "building instrumented test binary: boom"},
 		pipeline.Problem{Package: "ex.com/m/plainbroken", Phase: "build", Reason: "does not compile"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestW", Phase: "analyze", Reason: "warning: trace truncated"},
@@ -233,7 +234,7 @@ func TestMarkdown(t *testing.T) {
 	}
 	inv := Invocation{Commit: "abc1234", Machine: "2 CPUs (X)", LoadStart: [3]float64{1, 2, 3}, LoadEnd: [3]float64{4, 5, 6},
 		Start: day, End: day.Add(time.Hour)}
-	md := Markdown(mods, results, inv, "../bench/scripts/hunt/results")
+	md := Markdown(mods, results, inv, "../bench/scripts/hunt/results", nil, "")
 	for _, want := range []string{
 		"**wafl abc1234** · machine: 2 CPUs (X) · load average (1/5/15 min) at start 1.00/2.00/3.00, at end 4.00/5.00/6.00",
 		"1-min load at a module's start 1.50–3.00, at its end 1.00–2.50",
@@ -254,7 +255,7 @@ func TestMarkdown(t *testing.T) {
 		t.Errorf("%d rows, want 2", n)
 	}
 	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(line, "| ") && strings.Count(line, " | ") != 13 {
+		if strings.HasPrefix(line, "| ex.com/") && strings.Count(line, " | ") != 13 {
 			t.Errorf("row with %d cells, want 14: %s", strings.Count(line, " | ")+1, line)
 		}
 	}
@@ -294,5 +295,44 @@ func TestSourceCommit(t *testing.T) {
 	write("a/a.go", "package a // changed\n")
 	if got := SourceCommit(dir); got != code+"+dirty" {
 		t.Errorf("SourceCommit with a changed Go file = %q", got)
+	}
+}
+
+func TestTriage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "triage.tsv")
+	os.WriteFile(path, []byte("# comment\nm\tex.com/m.TestB\tartifact\tdeadline\ta 400ms delay against a 250ms write timeout\n"+
+		"m\terror:ex.com/m/v2\tfalse report\twafl bug\tinstrumented code took a call's address\n"), 0o644)
+	tri, err := LoadTriage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := []*Result{{Name: "m",
+		Reports:    []Report{{BugRef: fieldruns.BugRef{Package: "ex.com/m", Test: "TestA"}}},
+		Broken:     []Broken{{Package: "ex.com/m", Test: "TestB", Kind: "fail"}},
+		WaflErrors: []WaflError{{Kind: "build", What: "ex.com/m/v2", Reason: "boom"}}}}
+	s := triageSection(run, tri)
+	for _, want := range []string{
+		"2 of 3 items classified: 1 artifact, 1 false report.",
+		"| artifact | deadline | 1 | 0 / 1 / 0 | m |",
+		"| false report | wafl bug | 1 | 0 / 0 / 1 | m |",
+		"### artifact: deadline (1)\n\n- **m** ex.com/m.TestB (broken): a 400ms delay against a 250ms write timeout",
+		"### Not triaged yet (1)\n\n- **m** ex.com/m.TestA (report)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("triage section lacks %q:\n%s", want, s)
+		}
+	}
+	if got := verdictLine(tri, "m", "ex.com/m.TestB"); !strings.Contains(got, "**artifact** (deadline)") {
+		t.Errorf("verdict line %q", got)
+	}
+	for _, bad := range []string{"m\tx\tbogus\tc\tr\n", "m\tx\tartifact\tc\n", "m\tx\tartifact\tc\tr\nm\tx\tartifact\tc\tr\n"} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := LoadTriage(path); err == nil {
+			t.Errorf("LoadTriage(%q): no error", bad)
+		}
+	}
+	if tri, err := LoadTriage(filepath.Join(dir, "none.tsv")); err != nil || len(tri) != 0 {
+		t.Errorf("missing file: %v, %v", tri, err)
 	}
 }

@@ -26,7 +26,11 @@ type Invocation struct {
 // mods that has a result (in list order), then the lists for triage.
 // link is the results directory as seen from the document (for the paths of
 // the copies).
-func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocation, link string) string {
+//
+// tri holds the hand-made verdicts (triage.tsv): a triage section counts them
+// by class and cause, and each listed item shows its verdict. notes, the
+// hand-written part (bench/scripts/hunt/NOTES.md), ends the page as it is.
+func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocation, link string, tri Triage, handNotes string) string {
 	var b strings.Builder
 	var run []*Result
 	var notRun []string
@@ -98,6 +102,7 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		b.WriteString("## Notes per module\n\n" + strings.Join(notes, "\n") + "\n\n")
 	}
 
+	b.WriteString(triageSection(run, tri))
 	b.WriteString("## Reports\n\n")
 	n := 0
 	for _, r := range run {
@@ -111,6 +116,7 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 				fmt.Fprintf(&b, "\n  - report: [%s](%s)", rep.Copy, path.Join(link, rep.Copy))
 			}
 			b.WriteString("\n")
+			b.WriteString(verdictLine(tri, r.Name, rep.Package+"."+rep.Test))
 		}
 	}
 	if n == 0 {
@@ -126,6 +132,7 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 				plain = "; fails in plain `go test` too"
 			}
 			fmt.Fprintf(&b, "- **%s** %s.%s (%s%s)\n", r.Name, br.Package, br.Test, br.Kind, plain)
+			b.WriteString(verdictLine(tri, r.Name, br.Package+"."+br.Test))
 			for i, run := range br.Runs {
 				if i == 3 {
 					fmt.Fprintf(&b, "  - … %d more\n", len(br.Runs)-3)
@@ -147,6 +154,7 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		for _, e := range r.WaflErrors {
 			n++
 			fmt.Fprintf(&b, "- **%s** %s (%s): %s\n", r.Name, e.What, e.Kind, clip(strings.ReplaceAll(e.Reason, "\n", " ⏎ "), 600))
+			b.WriteString(verdictLine(tri, r.Name, "error:"+e.What))
 		}
 	}
 	if n == 0 {
@@ -154,6 +162,9 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 	}
 	if len(notRun) > 0 {
 		fmt.Fprintf(&b, "\n## Not run yet\n\n%d modules: %s.\n", len(notRun), strings.Join(notRun, ", "))
+	}
+	if handNotes = strings.TrimSpace(handNotes); handNotes != "" {
+		b.WriteString("\n" + handNotes + "\n")
 	}
 	return b.String()
 }

@@ -34,6 +34,8 @@ func main() {
 	dir := flag.String("dir", "scripts/hunt", "directory of modules.tsv")
 	results := flag.String("results", "", "results directory (default DIR/results)")
 	doc := flag.String("doc", "../docs/hunt.md", "document to rewrite (empty: none)")
+	triage := flag.String("triage", "", "hand-made verdicts of the triage (default DIR/triage.tsv)")
+	notes := flag.String("notes", "", "hand-written notes that end the document (default DIR/NOTES.md)")
 	link := flag.String("link", "../bench/scripts/hunt/results", "the results directory as seen from the document")
 	work := flag.String("work", filepath.Join(os.TempDir(), "wafl-hunt"), "work directory (kept for diagnosis: module copies, wafl work dirs, outputs)")
 	wafl := flag.String("wafl", "../bin/wafl", "wafl binary, built from the git work tree it is in (whose last commit of wafl's Go code the results record)")
@@ -52,6 +54,12 @@ func main() {
 	flag.Parse()
 	if *results == "" {
 		*results = filepath.Join(*dir, "results")
+	}
+	if *triage == "" {
+		*triage = filepath.Join(*dir, "triage.tsv")
+	}
+	if *notes == "" {
+		*notes = filepath.Join(*dir, "NOTES.md")
 	}
 	o.Results, o.Work, o.Log = *results, *work, os.Stderr
 
@@ -75,8 +83,16 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		tri, err := hunt.LoadTriage(*triage)
+		if err != nil {
+			fail(err)
+		}
+		text, err := os.ReadFile(*notes)
+		if err != nil && !os.IsNotExist(err) {
+			fail(err)
+		}
 		inv.LoadEnd, inv.End = loadAvgs(), time.Now()
-		if err := os.WriteFile(*doc, []byte(hunt.Markdown(all, stored, inv, *link)), 0o644); err != nil {
+		if err := os.WriteFile(*doc, []byte(hunt.Markdown(all, stored, inv, *link, tri, string(text))), 0o644); err != nil {
 			fail(err)
 		}
 	}

@@ -214,7 +214,7 @@ type Stats struct {
 	Pairs       int            `json:"pairs"`
 	// PairsFrom counts the pairs by the plans' pair "from" field:
 	// "observed" (absent: the preparation run), "learn", "detect",
-	// "predicted".
+	// "predicted", "static", "mirror".
 	PairsFrom     map[string]int `json:"pairs_from,omitempty"`
 	Events        int64          `json:"events"`
 	MaxEvents     int64          `json:"max_events"`

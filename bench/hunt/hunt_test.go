@@ -217,7 +217,7 @@ func TestMarkdown(t *testing.T) {
 	step := func(w, c float64) Step { return Step{Ran: true, Timing: fieldruns.Timing{Wall: w, CPU: c}} }
 	day := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	w := &fieldruns.Result{Status: "ok", TestsRun: 40, WithCandidates: 3, DetectRuns: 9, DelaysSummary: 20}
-	w.Stats = fieldruns.Stats{Candidates: 4, Runs: 9, Delays: 21, PairsFrom: map[string]int{"observed": 5, "learn": 1, "predicted": 2}}
+	w.Stats = fieldruns.Stats{Candidates: 4, Runs: 9, Delays: 21, PairsFrom: map[string]int{"observed": 5, "learn": 1, "mirror": 1, "static": 3, "predicted": 2}}
 	results := map[string]*Result{
 		"m": {Name: "m", Module: "ex.com/m", Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234", Machine: "2 CPUs (X)",
 			Date: day, LoadStart: 1.5, LoadEnd: 2.5,
@@ -238,8 +238,8 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"**wafl abc1234** · machine: 2 CPUs (X) · load average (1/5/15 min) at start 1.00/2.00/3.00, at end 4.00/5.00/6.00",
 		"1-min load at a module's start 1.50–3.00, at its end 1.00–2.50",
-		"| ex.com/m@v1.0.0 | 40 | 4 | 6 / — / 2 | 21 | 9 | 1 | 1 | 1 | 2.0s / 3.0s | 20s / 30s | 6.0s / 9.0s | 4.0s / 6.0s | 0.50 / 0.50 |",
-		"| ex.com/slow@v0.1.0 | 0 | 0 | 0 / — / 0 | 0 | 0 | 0 | 0 | 0 | 60s / 70s | timeout (900s) | 100s / 150s | 50s / 60s | — |",
+		"| ex.com/m@v1.0.0 | 40 | 4 | 7 / 3 / 2 | 21 | 9 | 1 | 1 | 1 | 2.0s / 3.0s | 20s / 30s | 6.0s / 9.0s | 4.0s / 6.0s | 0.50 / 0.50 |",
+		"| ex.com/slow@v0.1.0 | 0 | 0 | 0 / 0 / 0 | 0 | 0 | 0 | 0 | 0 | 60s / 70s | timeout (900s) | 100s / 150s | 50s / 60s | — |",
 		"wall on 1 and CPU on 1 of 1 modules",
 		"[m/reports/ex.com/m/TestA.txt](../bench/scripts/hunt/results/m/reports/ex.com/m/TestA.txt)",
 		"- **m** ex.com/m.TestB (fail)\n  - run 1: want 1 got 0\n  - log tail: [m/logs/ex.com/m/TestB.run1.log]",

@@ -76,8 +76,8 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 			belowWall, belowCPU, compared)
 	}
 	b.WriteString("Columns: *tests* run by `wafl prepare`; *with candidates*: tests whose plan has a delay location after detect; " +
-		"*pairs*: candidate pairs in the plans by their `from` field — observed in a preparation or recording run, " +
-		"static (wafl has no static pairs yet: —), predicted for a goroutine that was late; *delays* and *runs*: injected " +
+		"*pairs*: candidate pairs in the plans by their `from` field — observed in a preparation or recording run (with the mirrored check-then-act pairs made from them), " +
+		"static (a site a go statement's goroutine may reach, paired with an access the trace shows in another goroutine; wafl makes them from commit 7566828 on, so rows of an older wafl show 0), predicted for a goroutine that was late; *delays* and *runs*: injected " +
 		"and detection runs made; *reports*: MEMORDER bug reports; *broken by delays*: tests that passed wafl's " +
 		"preparation run and failed or hung under delays without a MEMORDER panic; *wafl errors*: packages that build " +
 		"plainly but not instrumented, tests that pass in plain `go test` but fail instrumented without delays, analysis " +
@@ -244,10 +244,10 @@ func Row(r *Result) []string {
 	w := r.Wafl
 	cells := []string{mod, "—", "—", "—", "—", "—", "—", "—", fmt.Sprint(len(r.WaflErrors))}
 	if w != nil {
-		observed := w.PairsFrom["observed"] + w.PairsFrom["learn"] + w.PairsFrom["detect"]
+		observed := w.PairsFrom["observed"] + w.PairsFrom["learn"] + w.PairsFrom["detect"] + w.PairsFrom["mirror"]
 		cells[1] = fmt.Sprint(w.TestsRun)
 		cells[2] = fmt.Sprint(max(w.Candidates, w.WithCandidates))
-		cells[3] = fmt.Sprintf("%d / — / %d", observed, w.PairsFrom["predicted"])
+		cells[3] = fmt.Sprintf("%d / %d / %d", observed, w.PairsFrom["static"], w.PairsFrom["predicted"])
 		cells[4] = fmt.Sprint(max(w.Delays, w.DelaysSummary))
 		cells[5] = fmt.Sprint(max(w.Runs, w.DetectRuns))
 		cells[6] = fmt.Sprint(max(len(r.Reports), w.BugsSummary))

@@ -9,7 +9,7 @@ import (
 )
 
 // Classes of the triage: what a report, a test broken by delays or a wafl
-// error turned out to be (issue 24).
+// error turned out to be.
 const (
 	// ClassProduct: a panic or failure in the module's own code under a
 	// schedule its API allows.

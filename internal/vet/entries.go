@@ -225,42 +225,29 @@ func okChecked(ok ssa.Value, in ssa.Instruction) bool {
 }
 
 // trueBlocks returns the blocks entered only when the bool v is true.
-func trueBlocks(v ssa.Value, depth int) []*ssa.BasicBlock {
-	refs := v.Referrers()
-	if refs == nil || depth > 2 {
-		return nil
-	}
-	var out []*ssa.BasicBlock
-	for _, r := range *refs {
-		switch r := r.(type) {
-		case *ssa.If:
-			if s := r.Block().Succs[0]; len(s.Preds) == 1 {
-				out = append(out, s)
-			}
-		case *ssa.UnOp:
-			if r.Op == token.NOT {
-				out = append(out, falseBlocks(r, depth+1)...)
-			}
-		}
-	}
-	return out
-}
+func trueBlocks(v ssa.Value, depth int) []*ssa.BasicBlock { return branchBlocks(v, true, depth) }
 
-func falseBlocks(v ssa.Value, depth int) []*ssa.BasicBlock {
+// branchBlocks returns the blocks entered only when the bool v equals
+// want, through at most two negations.
+func branchBlocks(v ssa.Value, want bool, depth int) []*ssa.BasicBlock {
 	refs := v.Referrers()
 	if refs == nil || depth > 2 {
 		return nil
+	}
+	succ := 0 // an If's true successor
+	if !want {
+		succ = 1
 	}
 	var out []*ssa.BasicBlock
 	for _, r := range *refs {
 		switch r := r.(type) {
 		case *ssa.If:
-			if s := r.Block().Succs[1]; len(s.Preds) == 1 {
+			if s := r.Block().Succs[succ]; len(s.Preds) == 1 {
 				out = append(out, s)
 			}
 		case *ssa.UnOp:
 			if r.Op == token.NOT {
-				out = append(out, trueBlocks(r, depth+1)...)
+				out = append(out, branchBlocks(r, !want, depth+1)...)
 			}
 		}
 	}

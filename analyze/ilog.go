@@ -25,7 +25,10 @@ import (
 // per δ. Rows arriving earlier than the (goroutine, site)'s latest row are
 // simply kept. The thinning state lives in a direct-mapped cache; an
 // evicted entry emits its pending row and the next row of that pair starts
-// afresh, which keeps more rows than needed but never too few.
+// afresh, which keeps more rows than needed but never too few. The cache
+// starts small and grows fourfold whenever it holds half as many pairs as
+// it has slots, up to thinSlots: most traces are of short tests with a few
+// hundred pairs.
 //
 // Encoding: rows are kept per goroutine (dense index), so that pass 3 can
 // take one goroutine at a time with its windows and sweep state hot in
@@ -38,6 +41,8 @@ import (
 type ilog struct {
 	delta   int64
 	cache   []thinSlot
+	mask    uint64 // len(cache) − 1
+	live    int    // valid entries in cache
 	gidx    map[uint64]uint32
 	gcache  [1 << 10]gIdxSlot // direct-mapped cache in front of gidx
 	gs      []uint64          // dense index → goroutine
@@ -90,12 +95,14 @@ const (
 	ilogSlab  = 1 << 20
 	ilogMax   = 2 * binary.MaxVarintLen64 // bytes of one encoded row, at most
 	thinSlots = 1 << 16
+	thinFirst = 1 << 8 // slots of the thinning cache at first
 )
 
 func newIlog(delta, budget int64, tempDir string) *ilog {
 	return &ilog{
 		delta: delta, budget: budget, tempDir: tempDir,
-		cache: make([]thinSlot, thinSlots),
+		cache: make([]thinSlot, thinFirst),
+		mask:  thinFirst - 1,
 		gidx:  make(map[uint64]uint32),
 	}
 }
@@ -151,12 +158,23 @@ func (l *ilog) batch(c *trace.Batch) {
 	}
 }
 
+// thinHash is the slot of (g, site) in a thinning cache of mask+1 slots.
+func thinHash(g uint64, site uint32, mask uint64) uint64 {
+	return ((g*0x9E3779B97F4A7C15 ^ uint64(site)*0xC2B2AE3D27D4EB4F) >> 32) & mask
+}
+
 func (l *ilog) row(t int64, g uint64, site uint32) {
-	h := ((g*0x9E3779B97F4A7C15 ^ uint64(site)*0xC2B2AE3D27D4EB4F) >> 32) & (thinSlots - 1)
-	e := &l.cache[h]
+	e := &l.cache[thinHash(g, site, l.mask)]
 	if !e.valid || e.g != g || e.site != site {
 		if e.valid && e.pend {
 			l.emit(e.p, e.gi, e.site)
+		}
+		if !e.valid {
+			l.live++
+			if 2*l.live > len(l.cache) && len(l.cache) < thinSlots {
+				l.grow() // the new slot of (g, site) is empty too
+				e = &l.cache[thinHash(g, site, l.mask)]
+			}
 		}
 		gi := l.index(g)
 		*e = thinSlot{g: g, site: site, gi: gi, k: t, p: t, valid: true}
@@ -178,6 +196,20 @@ func (l *ilog) row(t int64, g uint64, site uint32) {
 		} else {
 			l.emit(t, e.gi, site)
 			e.k, e.p = t, t
+		}
+	}
+}
+
+// grow moves the thinning cache's entries into one four times its size.
+// Entries in distinct slots stay in distinct slots: a slot's index is the
+// low bits of the hash, and the new index only adds bits above them.
+func (l *ilog) grow() {
+	old := l.cache
+	l.cache = make([]thinSlot, min(4*len(old), thinSlots))
+	l.mask = uint64(len(l.cache) - 1)
+	for i := range old {
+		if o := &old[i]; o.valid {
+			l.cache[thinHash(o.g, o.site, l.mask)] = *o
 		}
 	}
 }

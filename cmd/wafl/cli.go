@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -41,7 +42,36 @@ func (e usageError) Unwrap() error { return e.error }
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if path := os.Getenv("WAFL_CPUPROFILE"); path != "" {
+		// A CPU profile of wafl's own process (not of the test binaries it
+		// runs), for finding where prepare and detect spend their time.
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "wafl: WAFL_CPUPROFILE: %v\n", err)
+			return exitError
+		}
+		defer stopProfile()
+	}
 	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// startCPUProfile writes a CPU profile of this process to path until the
+// returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "wafl: WAFL_CPUPROFILE: %v\n", err)
+		}
+	}, nil
 }
 
 // run is Main with injectable arguments and streams, for tests.

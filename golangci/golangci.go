@@ -3,7 +3,7 @@
 // golangci-lint binary that holds it with `golangci-lint custom` and a
 // .custom-gcl.yml naming this package:
 //
-//	version: v2.8.0  # the golangci-lint version to build
+//	version: v2.15.0  # the golangci-lint version to build (the one tested)
 //	plugins:
 //	  - module: github.com/memorder/wafl
 //	    import: github.com/memorder/wafl/golangci

@@ -57,6 +57,10 @@ demo: build
 	  echo "examples/ is a corpus of known bugs, one package each, with a fixed twin (fixed/) that must stay silent:"; \
 	  echo "finding them is the expected result. wafl detect exits 1 when it finds bugs; the demo treats that as success"; \
 	  echo "and fails only on an error (exit 2)."
+	@echo; echo "wafl vet: the static hints on the same packages, each marked by what the runs above showed"; \
+	  echo "(confirmed: a detection run crashed there; exercised: a test ran both sides; untested: no test reached one)"
+	cd $(EXAMPLES) && $(WAFL) vet $(DEMO); status=$$?; \
+	  if [ $$status -ne 0 ] && [ $$status -ne 1 ]; then exit $$status; fi
 
 # Reproduce one corpus bug: make repro BUG=<name>
 repro: build

@@ -138,10 +138,14 @@ type Result struct {
 	Status string `json:"status"`
 
 	// WarmPlain and WarmRace build the plain and race test binaries
-	// (-run '^$'), not in the table: the timed steps then measure what a
-	// developer with a warm build cache pays.
+	// (-run '^$'), and WarmWafl the instrumented ones (wafl instrument in
+	// a work directory of its own), not in the table: the timed steps then
+	// measure what a developer or CI runner with a warm build cache pays.
+	// Rows made before WarmWafl existed have it not Ran: their prepare
+	// includes compiling the instrumented packages.
 	WarmPlain Step `json:"warm_plain"`
 	WarmRace  Step `json:"warm_race"`
+	WarmWafl  Step `json:"warm_wafl"`
 	Plain     Step `json:"plain"`
 	Race      Step `json:"race"`
 	Prepare   Step `json:"prepare"`
@@ -276,6 +280,7 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	}
 	r.WarmPlain = goTest("warm-plain", false, true)
 	r.WarmRace = goTest("warm-race", true, true)
+	r.WarmWafl = warmWafl(ctx, o, m, src, mdir)
 	if ctx.Err() != nil {
 		return r
 	}
@@ -303,6 +308,23 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	}
 	r.Classify(o.Results, work)
 	return r
+}
+
+// warmWafl builds the module's instrumented test binaries once, untimed
+// in the table, in a work directory that prepare does not use: the go
+// build cache then holds the compiled instrumented packages, as it holds
+// the plain and race ones after the warm go test steps.
+func warmWafl(ctx context.Context, o Options, m fieldruns.Module, src, mdir string) Step {
+	dir := filepath.Join(mdir, "wafl-warm")
+	os.RemoveAll(dir)
+	args := append([]string{"instrument", "--dir", dir}, m.Patterns...)
+	o.logf("  warm-wafl: wafl %s\n", strings.Join(args, " "))
+	out := fieldruns.Run(ctx, src, fieldruns.Env(), o.StepTimeout, o.Wafl.Binary, args...)
+	s := Step{Timing: out.Timing, Ran: true, Output: filepath.Join(mdir, "warm-wafl.out")}
+	os.WriteFile(s.Output, append(append([]byte{}, out.Stdout...), out.Stderr...), 0o644)
+	os.RemoveAll(dir)
+	o.logf("    %.1fs wall, %.1fs CPU, exit %d%s\n", s.Wall, s.CPU, s.Exit, timedOut(s))
+	return s
 }
 
 // Classify derives the lists for triage from what wafl did (r.Wafl) and

@@ -338,7 +338,8 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 // maximum delay has passed. The wait counts against the run's delay
 // budget.
 func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
-	var wait []*loc
+	var buf [8]*loc // on the stack: the program under test may count allocations
+	wait := buf[:0]
 	for _, a := range l.awaits {
 		if a.dead.Load() || a.instances.Load() > 0 || a.delayNs <= 0 {
 			continue

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"runtime"
 	"bufio"
 	"encoding/json"
 	"os"
@@ -1071,5 +1072,39 @@ func TestSelfInterferenceBothDirections(t *testing.T) {
 		if n != int(2-want) {
 			t.Errorf("closing goroutine at %v: %d interference skips", time.Duration(at), n)
 		}
+	}
+}
+
+// A delay, its log records and a dispose that waits for a late partner do
+// not allocate: they run inside the program under test, which may count
+// its allocations around the code wafl delays (testing.AllocsPerRun).
+func TestDelayAndAwaitNoAllocs(t *testing.T) {
+	p := testPlan(location(1, 1*ms, 1, 3))
+	p.Params.MaxDelayPerRunNs = 1 << 50
+	p.Params.MaxDelayPerGoroutineNs = 1 << 50
+	e := newTestEngine(t, p, func(c *config) { c.ablate |= abi.AblateDecay }) // every hit delays
+	before := e.nDelays.Load()
+	if n := testing.AllocsPerRun(100, func() { e.hit(1, 7) }); n != 0 {
+		t.Errorf("a delay allocates %v times", n)
+	}
+	if e.nDelays.Load()-before < 100 {
+		t.Fatalf("%d delays in 101 hits: the test did not measure the delay path", e.nDelays.Load()-before)
+	}
+
+	var mallocs uint64
+	const tries = 20
+	for range tries {
+		e := newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		e.hit(2, 7) // the dispose waits for the late use of site 1
+		runtime.ReadMemStats(&m1)
+		if e.awaits.Load() != 1 {
+			t.Fatal("the dispose did not wait")
+		}
+		mallocs += m1.Mallocs - m0.Mallocs
+	}
+	if mallocs >= tries {
+		t.Errorf("a waiting dispose allocates %d times in %d tries", mallocs, tries)
 	}
 }

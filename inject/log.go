@@ -29,15 +29,53 @@ func openLog(path string) (*logWriter, error) {
 	return &logWriter{f: f}, nil
 }
 
-// rec builds one JSON object.
-type rec struct{ b []byte }
+// rec builds one JSON object. Records come from a fixed set of slots,
+// claimed and released without a lock, and only when all are taken from
+// the heap: a delay, a skip or an await writes records from inside the
+// program under test, which may count its own allocations
+// (testing.AllocsPerRun) around the code wafl delays.
+type rec struct {
+	b    []byte
+	slot *recSlot // nil: allocated
+}
+
+type recSlot struct {
+	busy atomic.Bool
+	r    rec
+	buf  [256]byte
+}
+
+var recSlots [32]recSlot
+
+// recNext spreads the writers over the slots.
+var recNext atomic.Uint32
 
 func newRec(ev string, t int64) *rec {
-	r := &rec{b: make([]byte, 0, 192)}
-	r.b = append(r.b, `{"`+abi.KeyEv+`":"`...)
+	r := claimRec()
+	r.b = append(r.b[:0], `{"`+abi.KeyEv+`":"`...)
 	r.b = append(r.b, ev...)
 	r.b = append(r.b, '"')
 	return r.int(abi.KeyT, t)
+}
+
+func claimRec() *rec {
+	start := recNext.Add(1)
+	for i := range uint32(len(recSlots)) {
+		s := &recSlots[(start+i)%uint32(len(recSlots))]
+		if s.busy.CompareAndSwap(false, true) {
+			s.r = rec{b: s.buf[:0], slot: s}
+			return &s.r
+		}
+	}
+	return &rec{b: make([]byte, 0, 256)}
+}
+
+// release gives r's slot back.
+func (r *rec) release() {
+	if s := r.slot; s != nil {
+		r.b = nil
+		s.busy.Store(false)
+	}
 }
 
 func (r *rec) key(k string) {
@@ -107,12 +145,14 @@ func appendJSONString(b []byte, s string) []byte {
 
 func (w *logWriter) write(r *rec) {
 	if w == nil {
+		r.release()
 		return
 	}
 	r.b = append(r.b, '}', '\n')
 	// A failed write cannot be reported anywhere useful from inside the
 	// program under test; the wafl side notices the missing records.
 	_, _ = w.f.Write(r.b)
+	r.release()
 }
 
 func (e *engine) logSetup() {

@@ -45,6 +45,8 @@ const (
 	hCtxAR        = "_waflCtxAR"
 	hCtxAB        = "_waflCtxAB"
 	hCtxT         = "_waflCtxT"
+	hCtxFork      = "_waflCtxFork"
+	hCtxAdopt     = "_waflCtxAdopt"
 	hWGDone       = "_waflWGDone"
 	hWGWait       = "_waflWGWait"
 	hWGGo         = "_waflWGGo"
@@ -150,6 +152,9 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 	case actAtomicStore:
 		return atomicStore(act, n.(*dst.CallExpr))
 	case actCtx:
+		if lit, ok := n.(*dst.FuncLit); ok && act.op == hCtxT {
+			return ctxLit(lit)
+		}
 		return call(act.op, n.(dst.Expr))
 	case actWaitGroup:
 		ce := n.(*dst.CallExpr)
@@ -305,6 +310,31 @@ func (ap *applier) goStmt(act action, a *ast.GoStmt, n *dst.GoStmt) dst.Stmt {
 		List: []dst.Stmt{temps, g},
 		Decs: dst.BlockStmtDecorations{NodeDecs: n.Decs.NodeDecs},
 	}
+}
+
+// ctxLit carries the creation context of a function literal passed to
+// t.Run (or b.Run) without a wrapper: a wrapper would be one more frame of
+// the test package between the testing package and the subtest function,
+// which tests that inspect their own stack see. The literal takes the
+// token from a closure that is called where the literal was:
+//
+//	func(_wafl_t _waflToken) func(t *testing.T) {
+//		return func(t *testing.T) { _waflCtxAdopt(_wafl_t); ... }
+//	}(_waflCtxFork())
+func ctxLit(lit *dst.FuncLit) dst.Expr {
+	adopt := &dst.ExprStmt{X: call(hCtxAdopt, dst.NewIdent(tokenVar))}
+	lit.Body.List = append([]dst.Stmt{adopt}, lit.Body.List...)
+	result := dst.Clone(lit.Type).(*dst.FuncType)
+	result.Decs = dst.FuncTypeDecorations{}
+	outer := &dst.FuncLit{
+		Type: &dst.FuncType{
+			Func:    true,
+			Params:  &dst.FieldList{List: []*dst.Field{{Names: []*dst.Ident{dst.NewIdent(tokenVar)}, Type: dst.NewIdent(hToken)}}},
+			Results: &dst.FieldList{List: []*dst.Field{{Type: result}}},
+		},
+		Body: &dst.BlockStmt{List: []dst.Stmt{&dst.ReturnStmt{Results: []dst.Expr{lit}}}},
+	}
+	return &dst.CallExpr{Fun: outer, Args: []dst.Expr{call(hCtxFork)}}
 }
 
 // wrapTestMain renames a user TestMain and adds

@@ -294,6 +294,18 @@ func _waflCtxT[A interface{ Helper() }](f func(A)) func(A) {
 	return func(a A) { a.Helper(); _wafl.AdoptCallback(t); f(a) }
 }
 
+// _waflCtxFork and _waflCtxAdopt do what _waflCtxT does for a function
+// literal passed to t.Run, without a wrapper frame: the literal adopts the
+// token its creator took (apply's ctxLit).
+func _waflCtxFork() _waflToken {
+	if !_waflOn() {
+		return _waflToken{}
+	}
+	return _wafl.Fork()
+}
+
+func _waflCtxAdopt(t _waflToken) { _wafl.AdoptCallback(t) }
+
 func _waflCtxAR[A, R any](f func(A) R) func(A) R {
 	if !_waflOn() || f == nil {
 		return f

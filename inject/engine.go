@@ -184,7 +184,8 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		cfg:    cfg,
 		clk:    clk,
 		params: effective(p.Params),
-		perG:   make(map[uint64]int64),
+		perG:   make(map[uint64]int64, 256), // sized so that delays of new goroutines do not grow it
+		flight: make([]inflight, 0, 64),
 	}
 	e.table = make(map[uint32]*loc)
 	get := func(site uint32) *loc {

@@ -1,11 +1,11 @@
 package inject
 
 import (
-	"runtime"
 	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"

@@ -16,8 +16,9 @@
 //	patch:     ponddispatch.patch      (optional; test files only, -p1, beside the manifest)
 //	panic:     send on closed channel  (the panic the bug produces)
 //	issue:     https://...             (upstream issue or PR)
-//	fix:       https://.../commit/...  (the fix commit)
-//	fixed-in:  v2.1.5
+//	fix:       https://.../commit/...  (the fix commit; "none" for a bug not fixed upstream,
+//	                                    with issue: linking the report or the buggy line)
+//	fixed-in:  v2.1.5                  ("none" when fix is none)
 //	test-from: where the test comes from (the project's own test, the fix's regression test, ...)
 //	summary:   one line: what races with what
 //	class:     off-path | map-entry | late-goroutine (optional: where the racing access lies)
@@ -77,6 +78,9 @@ func (m *Manifest) RunPattern() string {
 	}
 	return "^" + m.Test + "$"
 }
+
+// Unfixed reports whether the bug has no upstream fix (fix: none).
+func (m *Manifest) Unfixed() bool { return strings.EqualFold(strings.TrimSpace(m.Fix), "none") }
 
 // NotExposable reports whether the manifest says the bug cannot be exposed
 // by delays alone, and why.

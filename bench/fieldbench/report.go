@@ -140,6 +140,9 @@ func Markdown(ms []*Manifest, res Results, cmdline, notes string) string {
 		if m.Issue != "" && m.Issue != m.Fix {
 			fix = fmt.Sprintf("[issue](%s), [fix](%s)", m.Issue, m.Fix)
 		}
+		if m.Unfixed() {
+			fix = fmt.Sprintf("[bug](%s), not fixed upstream", m.Issue)
+		}
 		ver := fmt.Sprintf("%s → %s", m.Version, orDash(m.FixedIn))
 		head := fmt.Sprintf("| `%s` | %s | %s (%s) | %s |", m.Name, m.Project, ver, fix, m.Panic)
 		if bad, _ := m.NotExposable(); bad {

@@ -144,7 +144,7 @@ func Markdown(ms []*Manifest, res Results, cmdline, notes string) string {
 			fix = fmt.Sprintf("[bug](%s), not fixed upstream", m.Issue)
 		}
 		ver := fmt.Sprintf("%s → %s", m.Version, orDash(m.FixedIn))
-		head := fmt.Sprintf("| `%s` | %s | %s (%s) | %s |", m.Name, m.Project, ver, fix, m.Panic)
+		head := fmt.Sprintf("| `%s` | %s | %s (%s) | %s |", m.Name, m.Project, ver, fix, strings.ReplaceAll(m.Panic, " | ", " or "))
 		if bad, _ := m.NotExposable(); bad {
 			notExp = append(notExp, m)
 		}

@@ -147,7 +147,7 @@ func Bench(ctx context.Context, m *Manifest, o Options) *BugResult {
 		secs = append(secs, r.Elapsed.Seconds())
 		if r.Code != 0 {
 			res.PlainFails++
-			if strings.Contains(string(r.Out), m.Panic) {
+			if m.PanicIn(string(r.Out)) {
 				res.PlainPanics++
 			}
 			if res.PlainFirst == "" {
@@ -173,7 +173,7 @@ func Bench(ctx context.Context, m *Manifest, o Options) *BugResult {
 					save("race-report.log", r.Out)
 				}
 			}
-			if strings.Contains(string(r.Out), m.Panic) && r.Code != 0 {
+			if m.PanicIn(string(r.Out)) && r.Code != 0 {
 				res.RacePanics++
 			}
 		}
@@ -264,7 +264,7 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 		// The delay-free preparation run crashed with a MEMORDER panic at
 		// an instrumented site: wafl reports it as a bug exposed without
 		// delay (docs/report-format.md, "Crediting real crashes").
-		if m := prepBugRe.FindSubmatch(p.Out); m != nil && strings.Contains(string(m[2]), mf.Panic) {
+		if m := prepBugRe.FindSubmatch(p.Out); m != nil && mf.PanicIn(string(m[2])) {
 			try.Prep, try.Panic, try.Kind = true, string(m[2]), "preparation-run"
 			try.Failing = filepath.Base(string(m[1]))
 			return try
@@ -293,7 +293,7 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 				// "panic: runtime error: invalid memory address or nil
 				// pointer dereference" holds the manifest's "nil pointer
 				// dereference" but not "panic: " right before it.
-				if strings.Contains(line, "panic: ") && strings.Contains(line, m.Panic) && strings.Contains(line, "not a MEMORDER bug") {
+				if strings.Contains(line, "panic: ") && m.PanicIn(line) && strings.Contains(line, "not a MEMORDER bug") {
 					try.Unattributed++
 					break
 				}
@@ -306,7 +306,7 @@ func waflTry(ctx context.Context, m *Manifest, o Options, src *Source, t int) (t
 				return try
 			}
 			for _, b := range rep.Bugs {
-				if strings.Contains(b.Panic, m.Panic) {
+				if m.PanicIn(b.Panic) {
 					try.Exposed, try.Panic, try.Kind = run, b.Panic, b.Kind
 					if b.Delayed != nil {
 						try.Delayed = fmt.Sprintf("%s:%d %s (%s)", filepath.Base(b.Delayed.File), b.Delayed.Line, b.Delayed.Expr, b.Delayed.Op)

@@ -14,10 +14,12 @@
 //	test:      TestDispatcherWriteAfterCloseConcurrent
 //	run:       ^Test$/^StreamWorkers_RPCsAndStop$ (optional -run pattern, for a subtest; default ^TEST$)
 //	patch:     ponddispatch.patch      (optional; test files only, -p1, beside the manifest)
-//	panic:     send on closed channel  (the panic the bug produces)
+//	panic:     send on closed channel  (the panic the bug produces; alternatives separated by " | "
+//	                                    when one race ends in either of two panics)
 //	issue:     https://...             (upstream issue or PR)
-//	fix:       https://.../commit/...  (the fix commit)
-//	fixed-in:  v2.1.5
+//	fix:       https://.../commit/...  (the fix commit; "none" for a bug not fixed upstream,
+//	                                    with issue: linking the report or the buggy line)
+//	fixed-in:  v2.1.5                  ("none" when fix is none)
 //	test-from: where the test comes from (the project's own test, the fix's regression test, ...)
 //	summary:   one line: what races with what
 //	class:     off-path | map-entry | late-goroutine (optional: where the racing access lies)
@@ -77,6 +79,20 @@ func (m *Manifest) RunPattern() string {
 	}
 	return "^" + m.Test + "$"
 }
+
+// PanicIn reports whether text holds the manifest's panic, or one of its
+// alternatives when the panic key lists several separated by " | ".
+func (m *Manifest) PanicIn(text string) bool {
+	for _, p := range strings.Split(m.Panic, " | ") {
+		if p = strings.TrimSpace(p); p != "" && strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unfixed reports whether the bug has no upstream fix (fix: none).
+func (m *Manifest) Unfixed() bool { return strings.EqualFold(strings.TrimSpace(m.Fix), "none") }
 
 // NotExposable reports whether the manifest says the bug cannot be exposed
 // by delays alone, and why.

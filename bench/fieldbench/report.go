@@ -140,8 +140,11 @@ func Markdown(ms []*Manifest, res Results, cmdline, notes string) string {
 		if m.Issue != "" && m.Issue != m.Fix {
 			fix = fmt.Sprintf("[issue](%s), [fix](%s)", m.Issue, m.Fix)
 		}
+		if m.Unfixed() {
+			fix = fmt.Sprintf("[bug](%s), not fixed upstream", m.Issue)
+		}
 		ver := fmt.Sprintf("%s → %s", m.Version, orDash(m.FixedIn))
-		head := fmt.Sprintf("| `%s` | %s | %s (%s) | %s |", m.Name, m.Project, ver, fix, m.Panic)
+		head := fmt.Sprintf("| `%s` | %s | %s (%s) | %s |", m.Name, m.Project, ver, fix, strings.ReplaceAll(m.Panic, " | ", " or "))
 		if bad, _ := m.NotExposable(); bad {
 			notExp = append(notExp, m)
 		}

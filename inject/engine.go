@@ -38,11 +38,14 @@ type loc struct {
 	// delay (Location.Grown) or it is at MaxDelayNs: only then may
 	// happens-before inference prune its pairs.
 	grown bool
-	// observed is set when a pair of this location was seen in a trace
-	// (not predicted, static or mirrored): only such a delay waits for a
-	// partner that is known to come, and holds the other locations while
-	// it waits (maybeDelay).
-	observed bool
+	// holdsAll is set when this location has a use-after-dispose or
+	// use-before-init pair seen in a trace (not predicted, static or
+	// mirrored): only such a delay waits for a partner known to come, and
+	// it holds the other locations while it waits (maybeDelay). A
+	// check-then-act location is a check every goroutine passing it
+	// reaches, often delayed for nothing (examples/watchadd's reader): it
+	// holds only its sets and its mirror.
+	holdsAll bool
 	interf   []*loc
 	// yields are the locations whose delay in progress makes a delay here
 	// skip when this one would outlast it (the placement rule,
@@ -231,8 +234,8 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			l.pairs[j].second = pr.Second
 			l.pairs[j].kind = pr.Kind
 			l.pairs[j].pruned.Store(pr.Pruned != "")
-			if pr.Pruned == "" && !plans.Guessed(pr.From) {
-				l.observed = true
+			if pr.Pruned == "" && !plans.Guessed(pr.From) && pr.Kind != plans.CheckThenAct {
+				l.holdsAll = true
 			}
 		}
 		if !pl.Live() || pl.DelayNs <= 0 {
@@ -499,16 +502,16 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 				return
 			}
 		}
-		// A delay of an observed pair that still waits for its partner
-		// holds every other location: the partner's path to ℓ2 may pass
-		// through goroutines the interference set cannot name (a chain of
-		// channel hand-offs that ends in the disposing goroutine), and a
-		// delay there would hold the partner past the delayed access. A
-		// guessed pair's partner may never come in time: it holds only its
-		// sets. Not in basic mode, which has no placement rule.
+		// A delay of an observed use/dispose or init/use pair that still
+		// waits for its partner holds every other location: the partner's
+		// path to ℓ2 may pass through goroutines the interference set
+		// cannot name (a chain of channel hand-offs that ends in the
+		// disposing goroutine), and a delay there would hold the partner
+		// past the delayed access (holdsAll says which locations). Not in
+		// basic mode, which has no placement rule.
 		if e.basic == nil && !e.cfg.ablate.Has(abi.AblateBasic) {
 			for _, o := range e.locs {
-				if o == l || !o.observed || o.active.Load() == 0 || !o.waiting() || slices.Contains(l.interf, o) || slices.Contains(l.yields, o) {
+				if o == l || !o.holdsAll || o.active.Load() == 0 || !o.waiting() || slices.Contains(l.interf, o) || slices.Contains(l.yields, o) {
 					continue
 				}
 				if rem := o.until.Load() - now; rem >= slack && d > rem-slack {

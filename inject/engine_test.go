@@ -1080,8 +1080,9 @@ func TestSelfInterferenceBothDirections(t *testing.T) {
 // the partner's path through goroutines the preparation cannot tie to 2 —
 // and the skip names 1. Once 2 has been reached in the delay, 1 holds
 // nothing more; another instance of 1 itself is not held; with
-// interference ablated, in basic mode, or when 1's pair is a guess (a
-// static pair, whose partner may never come in time), both are delayed.
+// interference ablated, in basic mode, when 1's pair is a guess (a
+// static pair, whose partner may never come in time) or a check-then-act
+// pair (a check every goroutine passes), both are delayed.
 func TestWaitingDelayHolds(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -1096,11 +1097,15 @@ func TestWaitingDelayHolds(t *testing.T) {
 		{"ablated", false, 3, func(c *config) { c.ablate |= abi.AblateInterference }, 1},
 		{"basic", false, 3, func(c *config) { c.ablate |= abi.AblateBasic }, 1},
 		{"guessed", false, 3, nil, 1},
+		{"check-then-act", false, 3, nil, 1},
 	} {
 		p := testPlan(uadLocation(1, 10*ms, 1, 2), uadLocation(3, 10*ms, 1, 4))
 		p.Params.Decay = 0
-		if tc.name == "guessed" {
+		switch tc.name {
+		case "guessed":
 			p.Locations[0].Pairs[0].From = plans.FromStatic
+		case "check-then-act":
+			p.Locations[0].Pairs[0].Kind = plans.CheckThenAct
 		}
 		e := newTestEngine(t, p, tc.mut)
 		e.clk.midHook = func() {

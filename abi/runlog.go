@@ -46,7 +46,8 @@ const (
 	SkipProbability  = "probability"   // the draw said no (P < 1)
 	// SkipPartner: a delay of another location was in progress whose
 	// partner's path this location lies on (it is in that location's
-	// interference set, or it is the partner ℓ2 of one of its pairs): of
+	// interference set, or it is the partner ℓ2 of one of its pairs, or
+	// that delay still waits for its partner to be reached): of
 	// the two sides only the one already delayed, the side that must lose
 	// the race, stays delayed. The record names the holding location (by),
 	// its delay (id) and the goroutine it holds (delay_g).

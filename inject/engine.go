@@ -37,8 +37,16 @@ type loc struct {
 	// grown is set when the plan already lengthened this location's
 	// delay (Location.Grown) or it is at MaxDelayNs: only then may
 	// happens-before inference prune its pairs.
-	grown  bool
-	interf []*loc
+	grown bool
+	// holdsAll is set when this location has a use-after-dispose or
+	// use-before-init pair seen in a trace (not predicted, static or
+	// mirrored): only such a delay waits for a partner known to come, and
+	// it holds the other locations while it waits (maybeDelay). A
+	// check-then-act location is a check every goroutine passing it
+	// reaches, often delayed for nothing (examples/watchadd's reader): it
+	// holds only its sets and its mirror.
+	holdsAll bool
+	interf   []*loc
 	// yields are the locations whose delay in progress makes a delay here
 	// skip when this one would outlast it (the placement rule,
 	// docs/algorithm.md "Which side is delayed"): this site lies on the
@@ -60,6 +68,14 @@ type loc struct {
 	// hoisted is set once the site's delay was injected before a
 	// guarding lock (Before): the site itself is then not delayed.
 	hoisted atomic.Bool
+
+	// startAt is when the latest delay here began and metAt when a partner
+	// ℓ2 of an unpruned pair of this location was last reached, ns: a
+	// delay in progress with metAt < startAt still waits for its partner
+	// (waiting), and holds every other location's delay that would outlast
+	// it (the placement rule).
+	startAt atomic.Int64
+	metAt   atomic.Int64
 
 	probBits  atomic.Uint64 // float64 bits of P
 	dead      atomic.Bool   // left S during this run
@@ -107,6 +123,10 @@ type inflight struct {
 }
 
 func (l *loc) prob() float64 { return math.Float64frombits(l.probBits.Load()) }
+
+// waiting reports whether the latest delay at l began after its partners
+// were last reached: while it is in progress, it still waits for one.
+func (l *loc) waiting() bool { return l.metAt.Load() < l.startAt.Load() }
 
 // clock abstracts time for tests: now is monotonic nanoseconds since the
 // engine started, sleep blocks the calling goroutine.
@@ -191,6 +211,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 	get := func(site uint32) *loc {
 		if e.table[site] == nil {
 			e.table[site] = &loc{site: site}
+			e.table[site].metAt.Store(-1) // before any delay's start
 		}
 		return e.table[site]
 	}
@@ -214,6 +235,9 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			l.pairs[j].second = pr.Second
 			l.pairs[j].kind = pr.Kind
 			l.pairs[j].pruned.Store(pr.Pruned != "")
+			if pr.Pruned == "" && !plans.Guessed(pr.From) && pr.Kind != plans.CheckThenAct {
+				l.holdsAll = true
+			}
 		}
 		if !pl.Live() || pl.DelayNs <= 0 {
 			l.dead.Store(true)
@@ -312,6 +336,16 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 	t0, known := e.gtab.swap(g, t)
 	if e.active.Load() > 0 {
 		e.noteReorder(l.site, g, obj, t)
+	}
+	for _, ref := range l.partnerOf {
+		// A partner reached: a delay of ref.first in progress no longer
+		// waits for it (waiting).
+		for m := &ref.first.metAt; ; {
+			old := m.Load()
+			if t <= old || m.CompareAndSwap(old, t) {
+				break
+			}
+		}
 	}
 	if len(l.partnerOf) > 0 && !e.cfg.ablate.Has(abi.AblateHB) {
 		if !known {
@@ -437,7 +471,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 		(*h)(l.site)
 	}
 	d := l.delayNs
-	if !e.cfg.ablate.Has(abi.AblateInterference) && (len(l.interf) > 0 || len(l.yields) > 0) {
+	if !e.cfg.ablate.Has(abi.AblateInterference) && (len(l.interf) > 0 || len(l.yields) > 0 || e.active.Load() > 0) {
 		// Two delays cancel only where they overlap. The goroutine held at
 		// ℓ*, if it is ℓ1's partner, reaches ℓ2 once released: ℓ1 is
 		// skipped when that release comes after ℓ1's delayed access (the
@@ -470,6 +504,25 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 				return
 			}
 		}
+		// A delay of an observed use/dispose or init/use pair that still
+		// waits for its partner holds every other location: the partner's
+		// path to ℓ2 may pass through goroutines the interference set
+		// cannot name (a chain of channel hand-offs that ends in the
+		// disposing goroutine), and a delay there would hold the partner
+		// past the delayed access (holdsAll says which locations). Not in
+		// basic mode, which has no placement rule.
+		if e.basic == nil && !e.cfg.ablate.Has(abi.AblateBasic) {
+			for _, o := range e.locs {
+				if o == l || !o.holdsAll || o.active.Load() == 0 || !o.waiting() || slices.Contains(l.interf, o) || slices.Contains(l.yields, o) {
+					continue
+				}
+				if rem := o.until.Load() - now; rem >= slack && d > rem-slack {
+					e.skipPart.Add(1)
+					e.logPartnerSkip(l, g, n, o)
+					return
+				}
+			}
+		}
 	}
 	if e.total.Add(d) > e.params.MaxDelayPerRunNs {
 		e.total.Add(-d)
@@ -494,6 +547,7 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	e.fmu.Unlock()
 	// The planned end is set before the delay counts as in progress, so
 	// that a decision that sees it in progress sees its end too.
+	l.startAt.Store(e.clk.now())
 	for end := e.clk.now() + d; ; {
 		old := l.until.Load()
 		if end <= old || l.until.CompareAndSwap(old, end) {

@@ -1108,3 +1108,59 @@ func TestDelayAndAwaitNoAllocs(t *testing.T) {
 		t.Errorf("a waiting dispose allocates %d times in %d tries", mallocs, tries)
 	}
 }
+
+// TestWaitingDelayHolds: the placement rule beyond the interference set.
+// While the delay at 1 waits for its partner 2, a goroutine reaching
+// another location (3, in no set of 1's) is not delayed — it may be on
+// the partner's path through goroutines the preparation cannot tie to 2 —
+// and the skip names 1. Once 2 has been reached in the delay, 1 holds
+// nothing more; another instance of 1 itself is not held; with
+// interference ablated, in basic mode, when 1's pair is a guess (a
+// static pair, whose partner may never come in time) or a check-then-act
+// pair (a check every goroutine passes), both are delayed.
+func TestWaitingDelayHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		partner   bool   // 2 is reached before 3
+		other     uint32 // the site goroutine 8 reaches
+		mut       func(*config)
+		wantOther int64
+	}{
+		{"waiting", false, 3, nil, 0},
+		{"partner came", true, 3, nil, 1},
+		{"same location", false, 1, nil, 2},
+		{"ablated", false, 3, func(c *config) { c.ablate |= abi.AblateInterference }, 1},
+		{"basic", false, 3, func(c *config) { c.ablate |= abi.AblateBasic }, 1},
+		{"guessed", false, 3, nil, 1},
+		{"check-then-act", false, 3, nil, 1},
+	} {
+		p := testPlan(uadLocation(1, 10*ms, 1, 2), uadLocation(3, 10*ms, 1, 4))
+		p.Params.Decay = 0
+		switch tc.name {
+		case "guessed":
+			p.Locations[0].Pairs[0].From = plans.FromStatic
+		case "check-then-act":
+			p.Locations[0].Pairs[0].Kind = plans.CheckThenAct
+		}
+		e := newTestEngine(t, p, tc.mut)
+		e.clk.midHook = func() {
+			e.clk.midHook = nil
+			if tc.partner {
+				e.hit(2, 9)
+			}
+			e.hit(tc.other, 8)
+		}
+		e.clk.set(5 * ms)
+		e.hit(1, 7)
+		if got := e.table[tc.other].delays.Load(); got != tc.wantOther {
+			t.Errorf("%s: delays at %d = %d, want %d", tc.name, tc.other, got, tc.wantOther)
+		}
+		e.logFinish(0)
+		n := count(e.records(t), abi.EvSkip, func(r map[string]any) bool {
+			return r["why"] == abi.SkipPartner && r["by"] == 1.0 && r["g"] == 8.0 && r["delay_g"] == 7.0
+		})
+		if want := map[bool]int{true: 1, false: 0}[tc.wantOther == 0]; n != want {
+			t.Errorf("%s: %d partner skip records naming 1, want %d", tc.name, n, want)
+		}
+	}
+}

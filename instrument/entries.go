@@ -8,11 +8,16 @@
 //
 //   - m[k] = v: init (v non-nil), dispose (v nil), or decided at run time;
 //   - delete(m, k): dispose;
-//   - a lookup m[k] whose value is dereferenced, called, sent on, closed
-//     or type-asserted, directly (m[k].f, m[k].M(), m[k](), *m[k],
-//     m[k] <- v, close(m[k]), m[k][j] = v, m[k].(T)) or through a local, an
-//     argument or a result (the loads pass, loads.go): use, before the
-//     lookup, where a delay lets the delete come first;
+//   - a lookup m[k] whose value is dereferenced, called, closed or
+//     type-asserted, directly (m[k].f, m[k].M(), m[k](), *m[k],
+//     close(m[k]), m[k][j] = v, m[k].(T)) or through a local, an argument
+//     or a result (the loads pass, loads.go): use, before the lookup,
+//     where a delay lets the delete come first. Not a lookup that is only
+//     sent on (m[k] <- v, or through a local): the nil channel of a
+//     deleted entry blocks the send instead of panicking, and the send's
+//     own site, after the lookup, is the delay that lets a close come
+//     first (percipia/eslgo's receive loop: a delay before the lookup made
+//     the send block on nil and the bug was never exposed);
 //   - a comma-ok lookup v, ok := m[k] in a function that closes a channel
 //     or disposes of a map entry: check (checks.go), after the lookup.
 //

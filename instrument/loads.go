@@ -44,6 +44,7 @@ type resultNode struct {
 type reach struct {
 	nilDeref bool        // dereferenced where a nil value panics
 	chanOp   bool        // sent on or closed
+	closes   bool        // closed (chanOp without the sends)
 	checked  bool        // compared with nil somewhere
 	exported bool        // the result of an exported function: callers elsewhere
 	lines    []token.Pos // the dereferences (and hand-overs) it reaches
@@ -275,7 +276,7 @@ func (f *flow) context(node flowNode, e ast.Expr, child, parent, grand ast.Node,
 			if b, ok := f.info.Uses[id].(*types.Builtin); ok {
 				if b.Name() == "close" && kind == "chan" {
 					deref()
-					r.chanOp = true
+					r.chanOp, r.closes = true, true
 				}
 				return
 			}
@@ -445,7 +446,7 @@ func appendPos(ps []token.Pos, p token.Pos) []token.Pos {
 func (f *flow) solve() {
 	f.done = map[flowNode]*reach{}
 	for n, r := range f.nodes {
-		d := &reach{chanOp: r.chanOp, checked: r.checked, exported: r.exported}
+		d := &reach{chanOp: r.chanOp, closes: r.closes, checked: r.checked, exported: r.exported}
 		d.nilDeref = (r.nilDeref || r.exported) && !r.checked
 		d.lines = append([]token.Pos(nil), r.lines...)
 		f.done[n] = d
@@ -465,6 +466,9 @@ func (f *flow) solve() {
 				}
 				if t.chanOp && !d.chanOp {
 					d.chanOp, gain = true, true
+				}
+				if t.closes && !d.closes {
+					d.closes, gain = true, true
 				}
 				if t.nilDeref && !r.checked || t.chanOp {
 					before := len(d.lines)
@@ -493,6 +497,15 @@ func (f *flow) reaches(n flowNode) (bool, []token.Pos) {
 		return false, nil
 	}
 	return true, d.lines
+}
+
+// sendsOnly reports whether the value of node n reaches only channel sends
+// (no dereference, no close): a map entry's lookup into it is no load, as
+// a nil channel from a deleted entry blocks the send instead of panicking
+// (entries.go).
+func (f *flow) sendsOnly(n flowNode) bool {
+	d := f.done[n]
+	return d != nil && d.chanOp && !d.closes && !d.nilDeref
 }
 
 // derefLines turns positions into the site table's lines, sorted, without
@@ -592,6 +605,9 @@ func (c *collector) loadOf(e ast.Expr, n flowNode) {
 		id := c.site("load", e, e)
 		c.ed.add(e, action{kind: actUse, site: id})
 		return
+	}
+	if _, ok := c.entry(e); ok && c.flow.sendsOnly(n) {
+		return // a nil channel from a deleted entry blocks the send (entries.go)
 	}
 	if c.entryUse(e, "load") { // entries.go
 		return

@@ -191,7 +191,9 @@ func (s *streamPairer) release() {
 	s.wlog, s.wlogMem = nil, nil
 }
 
-// memory is the approximate size of the streaming state in bytes.
+// memory is the approximate size of the streaming state in bytes. (An
+// objState is 64 bytes since it keeps its first waiting use; the estimate
+// keeps 56 so that the budget gives up streaming where it did.)
 func (s *streamPairer) memory() int64 {
 	return int64(len(s.objs.slots))*16 + int64(cap(s.objs.states))*56 + int64(len(s.wlog))*32
 }

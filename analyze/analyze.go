@@ -292,53 +292,55 @@ func (a *analysis) pass1(s strategy) (Meta, error) {
 }
 
 // count counts the rows of a batch of pass 1 and collects its fork edges.
+// Columnar: one branch-free pass histograms the ops and the rows with an
+// invalid site per op; fork and go rows, rare, are visited again only in
+// a batch that has them.
 func (a *analysis) count(c *trace.Batch) {
 	n := c.Len()
 	a.stats.Malformed += raggedRows(c)
 	a.stats.Events += int64(n)
-	l := a.late
+	var hist, bad [256]int64
+	sites := c.Site[:n]
 	for i, op := range c.Op[:n] {
-		// The late goroutines' tracker: one compare and a store for a
-		// row of the goroutine of the previous row.
-		if o := abi.Op(op); !l.any || c.G[i] != l.last || o == abi.OpFork || o == abi.OpGo {
-			l.row(o, c.Time[i], c.G[i], c.Obj[i], c.Clock[i], c.Site[i])
-		} else if t := c.Time[i]; t > l.lastT {
-			l.lastT = t
+		hist[op]++
+		if !validSite(sites[i]) {
+			bad[op]++
 		}
-		if l.seen != nil {
-			s := c.Site[i]
-			l.seen[s&(1<<16-1)] = s
+	}
+	forkGo := hist[abi.OpFork]+hist[abi.OpGo] > 0
+	a.late.rows(c, forkGo)
+	st := a.stats
+	for op := range hist {
+		k := hist[op]
+		if k == 0 {
+			continue
 		}
+		b := bad[op]
 		switch abi.Op(op) {
 		case abi.OpUse:
-			if validSite(c.Site[i]) {
-				a.stats.Uses++
-			} else {
-				a.stats.Malformed++
-			}
+			st.Uses += k - b
+			st.Malformed += b
 		case abi.OpInit, abi.OpDispose:
-			if validSite(c.Site[i]) {
-				a.stats.Lifecycle++
-			} else {
-				a.stats.Malformed++
-			}
+			st.Lifecycle += k - b
+			st.Malformed += b
 		case abi.OpCheck:
-			if validSite(c.Site[i]) {
-				a.stats.Checks++
-			} else {
-				a.stats.Malformed++
-			}
-		case abi.OpFork:
-			a.stats.Forks++
-			a.forest.add(c.G[i], c.Obj[i], c.Clock[i])
+			st.Checks += k - b
+			st.Malformed += b
 		case abi.OpGo:
-			if validSite(c.Site[i]) {
-				a.stats.Gos++
-			} else {
-				a.stats.Malformed++
-			}
+			st.Gos += k - b
+			st.Malformed += b
+		case abi.OpFork:
+			st.Forks += k
 		default:
-			a.stats.Malformed++
+			st.Malformed += k
+		}
+	}
+	if hist[abi.OpFork] > 0 {
+		gs, objs, cl := c.G[:n], c.Obj[:n], c.Clock[:n]
+		for i, op := range c.Op[:n] {
+			if abi.Op(op) == abi.OpFork {
+				a.forest.add(gs[i], objs[i], cl[i])
+			}
 		}
 	}
 }

@@ -499,6 +499,40 @@ func TestStreamingFallsBackWhenOrderMatters(t *testing.T) {
 	}
 }
 
+// TestStreamingWalksUnsortedUsesToTheEnd: a dispose stops walking its
+// object's waiting uses at the first one out of the window only when they
+// arrived in time order. Here the latest-arrived use is out of the window
+// and an earlier-arrived one, later in time, is in it: the walk must go on
+// and find it, streamed as in the exact passes.
+func TestStreamingWalksUnsortedUsesToTheEnd(t *testing.T) {
+	rows := []row{
+		initAt(0, 1, 1, 10, 0xA),
+		useAt(150*ms, 2, 1, 20, 0xA),
+		useAt(50*ms, 3, 1, 21, 0xA), // arrives after the use at 150 ms
+		disposeAt(160*ms, 4, 1, 30, 0xA),
+		// the same in time order: the walk stops at the use at 50 ms
+		initAt(200*ms, 1, 1, 11, 0xB),
+		useAt(250*ms, 3, 1, 23, 0xB),
+		useAt(350*ms, 2, 1, 22, 0xB),
+		disposeAt(360*ms, 4, 1, 31, 0xB),
+	}
+	want := []string{"use-before-init 10→21", "use-before-init 11→23", "use-after-dispose 20→30", "use-after-dispose 22→31"}
+	p, st := analyzeTuned(t, rows, Options{}, &tuning{reorderHorizon: -1})
+	if !st.Streamed {
+		t.Fatalf("fell back (%q); the test is vacuous", st.StreamFallback)
+	}
+	if got := pairsOf(p); !slices.Equal(got, want) {
+		t.Errorf("streamed: pairs %q, want %q", got, want)
+	}
+	pe, ste := analyzeTuned(t, rows, Options{}, &tuning{noStream: true})
+	if got := pairsOf(pe); !slices.Equal(got, want) {
+		t.Errorf("exact: pairs %q, want %q", got, want)
+	}
+	if st.Instances != ste.Instances || st.PrunedWindow != ste.PrunedWindow || st.PrunedSameG != ste.PrunedSameG {
+		t.Errorf("counters differ: streamed %+v, exact %+v", st, ste)
+	}
+}
+
 // spread returns n uses of obj by goroutine 3, evenly from t0 to t1, in
 // batches of... (one batch per analyzeRows' batch size).
 func spread(obj uint64, t0, t1 int64, n int) []row {

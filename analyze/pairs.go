@@ -52,11 +52,14 @@ type pairAgg struct {
 	// goroutines, so a slice with a hint beats a map.
 	ivs  []gWindows
 	hint int
-	// the pairer's winTable id+1 of (first, winG), the goroutine of the
-	// pair's latest window (0: none): a dispose pairs with many uses in
-	// a row, all with the disposing goroutine's window
-	winID int32
-	winG  uint64
+	// the pairer's winTable ids+1 of (first, g) for the goroutines g of
+	// the pair's latest windows (0: none), replaced round robin: a
+	// dispose pairs with many uses in a row, all with the disposing
+	// goroutine's window, and the uses of an init come from the few
+	// goroutines of one role
+	winID   [winWays]int32
+	winG    [winWays]uint64
+	winNext uint8
 	// predicted: the pair was predicted for a late goroutine
 	// (predict.go), not seen in the trace; static: it pairs a site a
 	// late goroutine may reach with an access of the trace (static.go)
@@ -65,6 +68,9 @@ type pairAgg struct {
 	// (ℓ1 → ℓ2) of two different check sites (checkact.go).
 	mirror bool
 }
+
+// winWays is how many (goroutine, window key) pairs a pairAgg remembers.
+const winWays = 8
 
 type gWindows struct {
 	g uint64
@@ -228,11 +234,15 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 		lo = math.MinInt64
 	}
 	if p.wins != nil {
-		if agg.winID != 0 && agg.winG == g2 {
-			p.wins.addID(agg.winID-1, interval{lo, t2})
-		} else {
-			agg.winID, agg.winG = p.wins.add(k.first, g2, interval{lo, t2})+1, g2
+		for w := range winWays {
+			if agg.winG[w] == g2 && agg.winID[w] != 0 {
+				p.wins.addID(agg.winID[w]-1, interval{lo, t2})
+				return
+			}
 		}
+		w := agg.winNext % winWays
+		agg.winNext++
+		agg.winID[w], agg.winG[w] = p.wins.add(k.first, g2, interval{lo, t2})+1, g2
 		return
 	}
 	agg.window(g2, interval{lo, t2})

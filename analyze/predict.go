@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/trace"
 )
 
 // Predicted partners (docs/algorithm.md, "Predicted partners"): wafl's
@@ -119,10 +120,13 @@ type goRow struct {
 type lateTracker struct {
 	forks []forkRow
 	gos   []goRow
-	ran   map[uint64]int64 // goroutine -> time of its last row
-	last  uint64           // the goroutine of the latest rows
-	lastT int64            // the time of its latest row
-	any   bool
+	ran   map[uint64]int64 // goroutine -> time of its last row (filled by flush)
+	// during pass 1, the goroutines that ran and the time of their last
+	// row: open addressing over (goroutine, time) slots, no Go map on the
+	// per-row path
+	gt   []ranSlot
+	gtN  int   // slots in use
+	gtSh uint8 // 64 − log2(len(gt))
 	// seen: the sites of access and check rows, direct-mapped by id
 	// (a collision forgets a site: it only ranks static pairs).
 	seen *[1 << 16]uint32
@@ -131,47 +135,111 @@ type lateTracker struct {
 }
 
 func newLateTracker(sites bool) *lateTracker {
-	l := &lateTracker{ran: make(map[uint64]int64)}
+	l := &lateTracker{ran: make(map[uint64]int64), gt: make([]ranSlot, 64), gtSh: 64 - 6}
 	if sites {
 		l.seen = new([1 << 16]uint32)
 	}
 	return l
 }
 
-// row notes a row of goroutine g (op) at τ; obj is a fork row's child.
-// Rows come in runs of one goroutine: the caller handles a row of the
-// goroutine of the previous row with l.lastT = max(l.lastT, τ), and calls
-// row for the others and for fork and go rows.
-func (l *lateTracker) row(op abi.Op, t int64, g, obj uint64, clock, site uint32) {
-	switch op {
-	case abi.OpFork:
-		l.forks = append(l.forks, forkRow{t: t, child: obj, parent: g, clock: clock})
-		// A fork row says its parent ran (its time is the child's).
-		if _, ok := l.ran[g]; !ok {
-			l.ran[g] = math.MinInt64
-		}
-		return
-	case abi.OpGo:
-		l.gos = append(l.gos, goRow{t: t, parent: g, clock: clock, site: site})
-	}
-	if l.any && g == l.last {
-		l.lastT = max(l.lastT, t)
-		return
-	}
-	if l.any {
-		l.ran[l.last] = max(l.ran[l.last], l.lastT)
-	}
-	if old, ok := l.ran[g]; ok {
-		t = max(old, t)
-	}
-	l.ran[g] = t
-	l.last, l.lastT, l.any = g, t, true
+// ranSlot is a slot of the lateTracker's table: goroutine g ran, its last
+// row at t (math.MinInt64: only as the parent of fork rows).
+type ranSlot struct {
+	g    uint64
+	t    int64
+	used bool
 }
 
-// flush ends pass 1: the last goroutine's time goes into ran.
+// ranAt notes that goroutine g had a row at τ: the table keeps the
+// latest τ per goroutine (math.MinInt64 marks a goroutine seen only as a
+// fork row's parent).
+func (l *lateTracker) ranAt(g uint64, t int64) {
+	h := (g * 0x9E3779B97F4A7C15) >> l.gtSh
+	mask := uint64(len(l.gt) - 1)
+	for {
+		e := &l.gt[h]
+		if e.used && e.g == g {
+			e.t = max(e.t, t)
+			return
+		}
+		if !e.used {
+			break
+		}
+		h = (h + 1) & mask
+	}
+	if 2*(l.gtN+1) > len(l.gt) {
+		l.growGT()
+		l.ranAt(g, t)
+		return
+	}
+	l.gt[h] = ranSlot{g: g, t: t, used: true}
+	l.gtN++
+}
+
+func (l *lateTracker) growGT() {
+	old := l.gt
+	l.gt = make([]ranSlot, 2*len(old))
+	l.gtSh--
+	mask := uint64(len(l.gt) - 1)
+	for _, e := range old {
+		if !e.used {
+			continue
+		}
+		h := (e.g * 0x9E3779B97F4A7C15) >> l.gtSh
+		for l.gt[h].used {
+			h = (h + 1) & mask
+		}
+		l.gt[h] = e
+	}
+}
+
+// rows notes the rows of a batch of pass 1: fork and go rows kept in
+// order, and every row's goroutine with its time (a fork row's parent
+// with math.MinInt64: a fork row says its parent ran, its time is the
+// child's). forkGo says the batch has fork or go rows.
+func (l *lateTracker) rows(c *trace.Batch, forkGo bool) {
+	n := c.Len()
+	tm, gs := c.Time[:n], c.G[:n]
+	ops := c.Op[:n]
+	if forkGo {
+		for i, op := range ops {
+			switch abi.Op(op) {
+			case abi.OpFork:
+				l.forks = append(l.forks, forkRow{t: tm[i], child: c.Obj[i], parent: gs[i], clock: c.Clock[i]})
+			case abi.OpGo:
+				l.gos = append(l.gos, goRow{t: tm[i], parent: gs[i], clock: c.Clock[i], site: c.Site[i]})
+			}
+		}
+	}
+	// Runs of one goroutine cost a compare and a max.
+	i := 0
+	for i < n {
+		g := gs[i]
+		t := int64(math.MinInt64)
+		for ; i < n && gs[i] == g; i++ {
+			tt := tm[i]
+			if abi.Op(ops[i]) == abi.OpFork {
+				tt = math.MinInt64
+			}
+			t = max(t, tt)
+		}
+		l.ranAt(g, t)
+	}
+	if l.seen != nil {
+		for _, s := range c.Site[:n] {
+			l.seen[s&(1<<16-1)] = s
+		}
+	}
+}
+
+// flush ends pass 1: the table's goroutines and times go into ran.
 func (l *lateTracker) flush() {
-	if l.any {
-		l.ran[l.last] = max(l.ran[l.last], l.lastT)
+	for _, e := range l.gt {
+		if e.used {
+			if old, ok := l.ran[e.g]; !ok || e.t > old {
+				l.ran[e.g] = e.t
+			}
+		}
 	}
 }
 

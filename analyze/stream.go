@@ -61,10 +61,14 @@ type objState struct {
 	maxUseT int64  // latest use examined (valid if hasUse)
 	waiting int64  // uses waiting for the next dispose
 	last    int64  // sequence number of the latest of them in wlog (0: none)
+	first   int64  // sequence number of the earliest of them (valid if waiting > 0)
 	lcClock uint32
 	lcSite  uint32
 	lcOp    abi.Op // OpNone: no lifecycle row yet
 	hasUse  bool
+	// unsorted: a waiting use arrived earlier than a use before it, so
+	// the chain of waiting uses is not in time order (reset at a dispose)
+	unsorted bool
 }
 
 // waitUse is a use waiting for its object's next dispose.
@@ -187,7 +191,9 @@ func (s *streamPairer) release() {
 	s.wlog, s.wlogMem = nil, nil
 }
 
-// memory is the approximate size of the streaming state in bytes.
+// memory is the approximate size of the streaming state in bytes. (An
+// objState is 64 bytes since it keeps its first waiting use; the estimate
+// keeps 56 so that the budget gives up streaming where it did.)
 func (s *streamPairer) memory() int64 {
 	return int64(len(s.objs.slots))*16 + int64(cap(s.objs.states))*56 + int64(len(s.wlog))*32
 }
@@ -242,6 +248,7 @@ func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
 		s.fail("a use of object %#x at %d arrived after its lifecycle row at %d", obj, t, o.lcT)
 		return
 	}
+	late := o.hasUse && t < o.maxUseT
 	if !o.hasUse || t > o.maxUseT {
 		o.maxUseT, o.hasUse = t, true
 	}
@@ -257,6 +264,7 @@ func (s *streamPairer) use(t int64, g uint64, clock, site uint32, obj uint64) {
 	if o.lcOp == abi.OpDispose && o.lcT == t {
 		s.p.instance(pairKey{site, o.lcSite, abi.OpUse}, obj, t, g, clock, o.lcT, o.lcG, o.lcClock)
 	} else {
+		o.unsorted = o.unsorted || late
 		s.wait(o, waitUse{t: t, g: g, clock: clock, site: site})
 	}
 	if len(s.objs.states)&1023 == 0 && s.memory() > s.budget {
@@ -287,6 +295,9 @@ func (s *streamPairer) wait(o *objState, u waitUse) {
 	u.prev = o.last
 	*old = u
 	s.wlogN = q
+	if o.waiting == 0 {
+		o.first = q
+	}
 	o.last = q
 	o.waiting++
 }
@@ -318,26 +329,33 @@ func (s *streamPairer) lifecycle(t int64, g uint64, clock, site uint32, obj uint
 		return
 	}
 	if op == abi.OpDispose && o.waiting > 0 {
-		// Walk the object's chain of waiting uses; entries overwritten in
-		// the log are older than the log's 2δ (counted below).
+		// Walk the object's chain of waiting uses, latest first; entries
+		// overwritten in the log are older than the log's 2δ (counted
+		// below). When the chain is in time order (o.unsorted unset), the
+		// first use out of the window ends the walk: the earlier ones are
+		// out of it too (a waiting use is never later than t), so they
+		// count as pruned without being read.
 		walked := int64(0)
 		oldest := s.wlogN - int64(len(s.wlog)) // entries up to this are gone
 		for q := o.last; q > oldest && q > 0; {
 			u := &s.wlog[q&int64(len(s.wlog)-1)]
 			s.p.instance(pairKey{u.site, site, abi.OpUse}, obj, u.t, u.g, u.clock, t, g, clock)
 			walked++
+			if !o.unsorted && !inWindow(u.t, t, s.delta) {
+				break
+			}
 			q = u.prev
 		}
-		if walked < o.waiting {
-			// The missing ones are overwritten entries, all at or before
-			// lostT: out of the window only if t − lostT ≥ δ.
+		if o.first <= oldest {
+			// Some are overwritten entries, all at or before lostT: out
+			// of the window only if t − lostT ≥ δ.
 			if s.lost && (t < s.lostT || uint64(t)-uint64(s.lostT) < uint64(s.delta)) {
 				s.fail("a dispose of object %#x at %d arrived after uses within δ before it left the log", obj, t)
 				return
 			}
-			s.p.prunedWindow += o.waiting - walked
 		}
-		o.waiting, o.last = 0, 0
+		s.p.prunedWindow += o.waiting - walked
+		o.waiting, o.last, o.first, o.unsorted = 0, 0, 0, false
 	}
 	o.lcT, o.lcG, o.lcClock, o.lcSite, o.lcOp = t, g, clock, site, op
 	if len(s.objs.states)&1023 == 0 && s.memory() > s.budget {

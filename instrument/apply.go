@@ -128,7 +128,7 @@ func (ap *applier) post(c *dstutil.Cursor) bool {
 // expression that takes the node's address.
 func addressed(k actKind) bool {
 	switch k {
-	case actUse, actAtomicUse, actCheckFlag, actCheckAtomicBool:
+	case actUse, actAtomicUse, actCheckFlag, actCheckAtomicBool, actCheckField:
 		return true
 	}
 	return false
@@ -178,7 +178,7 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.tuple(act, a.(*ast.AssignStmt), n.(*dst.AssignStmt))
 	case actGo:
 		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
-	case actCheckChan, actCheckFlag, actCheckAtomicBool, actCheckLookup:
+	case actCheckChan, actCheckFlag, actCheckAtomicBool, actCheckLookup, actCheckField:
 		return ap.editCheck(act, n)
 	case actHoist:
 		return hoistRecv(act, n.(dst.Expr)) // locks.go

@@ -17,6 +17,9 @@
 //     sync/atomic.Bool in the condition of an if statement, in a function
 //     that closes a channel: _waflCheckFlag(id, &x.closed) and
 //     _waflCheckAtomicBool(id, &E) load, then hook, then return the value;
+//   - likewise a channel field compared with nil in such a condition
+//     (`if x.ch != nil { close(x.ch); …; x.ch = nil }`):
+//     _waflCheckField(id, &x.ch) loads, hooks, returns the channel;
 //   - a comma-ok map lookup `v, ok := m[k]` (also `=`, `var v, ok = m[k]`)
 //     of a shared map in a function that closes a channel or disposes of
 //     a map entry: the lookup whose result the function goes on to
@@ -42,11 +45,17 @@ const (
 	hCheckFlag       = "_waflCheckFlag"
 	hCheckAtomicBool = "_waflCheckAtomicBool"
 	hCheckLookup     = "_waflCheckLookup"
+	hCheckField      = "_waflCheckField"
 )
 
-// actCheckLookup: a comma-ok map lookup m[k] -> _waflCheckLookup(id, m, k)
-// (numbered apart from rewrite.go's list, like actHoist).
-const actCheckLookup actKind = 110
+// actCheckLookup: a comma-ok map lookup m[k] -> _waflCheckLookup(id, m, k);
+// actCheckField: a channel field compared with nil, x.ch ->
+// _waflCheckField(id, &x.ch) (numbered apart from rewrite.go's list, like
+// actHoist).
+const (
+	actCheckLookup actKind = 110
+	actCheckField  actKind = 111
+)
 
 // checkHelperTemplate is appended to the generated helper file
 // (helperSource). The send and close helpers call _waflSendSlow and
@@ -60,6 +69,14 @@ func _waflCheckChan[C any](site uint32, ch C) {
 }
 
 func _waflCheckFlag[B ~bool](site uint32, p *B) B {
+	v := *p
+	if _waflOn() {
+		_waflCheckSlow(site, _wafl_unsafe.Pointer(p))
+	}
+	return v
+}
+
+func _waflCheckField[T any](site uint32, p *T) T {
 	v := *p
 	if _waflOn() {
 		_waflCheckSlow(site, _wafl_unsafe.Pointer(p))
@@ -188,6 +205,10 @@ func (c *collector) checkIf(n *ast.IfStmt, file *ast.File) {
 			if c.flagField(x) && !c.ed.has(x, actCheckFlag) {
 				c.ed.add(x, action{kind: actCheckFlag, site: c.site("check", x, x)})
 			}
+		case *ast.BinaryExpr:
+			if f := c.nilComparedChanField(x); f != nil && !c.ed.has(f, actCheckField) {
+				c.ed.add(f, action{kind: actCheckField, site: c.site("check", f, f)})
+			}
 		case *ast.CallExpr:
 			if recv, isPtr, ok := c.atomicBoolLoad(x); ok && !c.ed.has(x, actCheckAtomicBool) {
 				c.ed.add(x, action{kind: actCheckAtomicBool, site: c.site("check", x, recv), ptr: isPtr})
@@ -284,6 +305,39 @@ func (c *collector) flagField(x *ast.SelectorExpr) bool {
 	return c.pure(x) && c.sharedRoot(x)
 }
 
+// nilComparedChanField returns the channel field x.f of a comparison
+// `x.f == nil` or `x.f != nil` (either side), when x.f is a pure,
+// addressable field of a shared object; otherwise nil.
+func (c *collector) nilComparedChanField(b *ast.BinaryExpr) *ast.SelectorExpr {
+	if b.Op != token.EQL && b.Op != token.NEQ {
+		return nil
+	}
+	for _, pair := range [][2]ast.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+		if tv, ok := c.info.Types[pair[1]]; !ok || !tv.IsNil() {
+			continue
+		}
+		x, ok := ast.Unparen(pair[0]).(*ast.SelectorExpr)
+		if !ok {
+			continue
+		}
+		sel := c.info.Selections[x]
+		if sel == nil || sel.Kind() != types.FieldVal {
+			continue
+		}
+		tv, ok := c.info.Types[x]
+		if !ok || !tv.Addressable() {
+			continue
+		}
+		if _, isChan := under(tv.Type).(*types.Chan); !isChan {
+			continue
+		}
+		if c.pure(x) && c.sharedRoot(x) {
+			return x
+		}
+	}
+	return nil
+}
+
 // atomicBoolLoad reports whether call is E.Load() on a sync/atomic.Bool
 // (E addressable, or a pointer to one) and returns E.
 func (c *collector) atomicBoolLoad(call *ast.CallExpr) (recv ast.Expr, isPtr, ok bool) {
@@ -358,6 +412,8 @@ func (ap *applier) editCheck(act action, n dst.Node) dst.Node {
 		return cc
 	case actCheckFlag:
 		return call(hCheckFlag, siteLit(act.site), addr(n.(dst.Expr)))
+	case actCheckField:
+		return call(hCheckField, siteLit(act.site), addr(n.(dst.Expr)))
 	case actCheckLookup:
 		ix := n.(*dst.IndexExpr)
 		out := call(hCheckLookup, siteLit(act.site), ix.X, ix.Index)

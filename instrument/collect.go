@@ -273,6 +273,7 @@ func (c *collector) selector(n *ast.SelectorExpr) {
 	}
 	c.entryDeref(n.X, "pointer", "interface") // entries.go
 	c.atomicLoadUse(n.X)
+	c.loadRecv(n) // loads.go
 }
 
 // arrayIndex: x.arr[i] uses the slot x.arr when it holds a pointer to an

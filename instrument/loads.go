@@ -149,6 +149,37 @@ func (f *flow) calleeFunc(call *ast.CallExpr) *types.Func {
 	return fn.Origin()
 }
 
+// recvNode returns the receiver of the method that x.M (called or a
+// method value) selects when x's value is copied into it: a method of the
+// package with a value receiver on a named map, channel or func type
+// (`type set map[K]V; func (s set) add(…)`), so that `x.M(…)` hands x on
+// like an argument. Pointer-typed and interface-typed receivers are
+// dereferenced by the selection itself; a pointer receiver of a named map
+// type takes x's address, and the method's `*s` is a slot of its own.
+func (f *flow) recvNode(x *ast.SelectorExpr) *types.Var {
+	sel := f.info.Selections[x]
+	if sel == nil || sel.Kind() != types.MethodVal || len(sel.Index()) != 1 {
+		return nil
+	}
+	switch refKind(typeOf(f.info, x.X)) {
+	case "map", "chan", "func":
+	default:
+		return nil
+	}
+	fn, ok := sel.Obj().(*types.Func)
+	if !ok || fn.Pkg() != f.pkg {
+		return nil
+	}
+	sig, ok := fn.Origin().Type().(*types.Signature)
+	if !ok || sig.Recv() == nil {
+		return nil
+	}
+	if _, isPtr := types.Unalias(sig.Recv().Type()).(*types.Pointer); isPtr {
+		return nil
+	}
+	return sig.Recv()
+}
+
 // nodeOf returns the node e denotes: a local, or the single result of a
 // call of a function of the package.
 func (f *flow) nodeOf(e ast.Expr) flowNode {
@@ -246,6 +277,11 @@ func (f *flow) context(node flowNode, e ast.Expr, child, parent, grand ast.Node,
 	case *ast.SelectorExpr:
 		if p.X == child && f.info.Selections[p] != nil && (kind == "pointer" || kind == "interface") {
 			deref()
+		}
+		if p.X == child {
+			if rv := f.recvNode(p); rv != nil {
+				r.next = append(r.next, flowEdge{rv, p.Pos()})
+			}
 		}
 	case *ast.StarExpr:
 		if kind == "pointer" {
@@ -574,6 +610,20 @@ func (c *collector) loadArgs(call *ast.CallExpr) {
 		if pv := paramNode(callee, i); pv != nil {
 			c.loadOf(a, pv)
 		}
+	}
+}
+
+// loadRecv records the load of x in x.M(…) (or the method value x.M)
+// when M is a value-receiver method of the package on x's named map,
+// channel or func type whose receiver reaches a dereference: the
+// receiver is an argument (`c.subs.add(k, v)` with `func (cs chanSet)
+// add(…) { cs[k] = v }`).
+func (c *collector) loadRecv(n *ast.SelectorExpr) {
+	if c.flow == nil {
+		return
+	}
+	if rv := c.flow.recvNode(n); rv != nil {
+		c.loadOf(n.X, rv)
 	}
 }
 

@@ -15,7 +15,14 @@
 // Function literals inside a section run in their own time and are left out.
 // A call inside a section of a function or method declared in the same file
 // (the method that locks and calls a helper) guards the helper's sites too,
-// one level deep. A site guarded twice keeps the outermost lock.
+// one level deep. A site guarded twice keeps the outermost lock, unless an
+// inner one is a lock that also guards, in the same file, another site of
+// the same field (the lock that protects the field): then the outermost of
+// those. A delay before an outer lock the other goroutine never takes would
+// also hold back what the site's goroutine does under it before the inner
+// lock (radix's Subscribe: under cmdL, it reads c.subs under csL.RLock,
+// then writes it under csL.Lock, while the reader sets c.subs = nil under
+// csL alone; the delay belongs between the RUnlock and the Lock).
 
 package instrument
 
@@ -53,8 +60,8 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 	if info == nil || len(ed.acts) == 0 {
 		return
 	}
-	h := &hoister{fset: fset, info: info, alloc: alloc, ed: ed, guarded: map[uint32]*lockCall{},
-		decls: map[types.Object]*ast.FuncDecl{}}
+	h := &hoister{fset: fset, info: info, alloc: alloc, ed: ed, guarded: map[uint32][]*lockCall{},
+		fields: map[uint32]types.Object{}, decls: map[types.Object]*ast.FuncDecl{}}
 	for n, acts := range ed.acts {
 		for _, a := range acts {
 			if a.kind == actHoist {
@@ -66,6 +73,13 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 				}
 			} else if hoistable(a.kind) || entryHoistable(a) {
 				h.sitePos = append(h.sitePos, sitePos{a.site, n.Pos()})
+				slot, _ := n.(ast.Expr)
+				if a.kind == actStore {
+					slot = a.lhs
+				}
+				if f := h.fieldOf(slot); f != nil {
+					h.fields[a.site] = f
+				}
 			}
 		}
 	}
@@ -109,10 +123,67 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 		if id == 0 || !ok {
 			continue
 		}
-		lc := h.guarded[id]
+		lc := h.pick(id)
 		alloc.sites[i].Guard = lc.guard
 		ed.add(lc.recv, action{kind: actHoist, site: id, ptr: lc.ptr})
 	}
+}
+
+// pick chooses the lock a guarded site's delay goes before: the outermost,
+// unless the site's field has other sites guarded by some of the site's
+// locks, then the outermost of those.
+func (h *hoister) pick(id uint32) *lockCall {
+	lcs := h.guarded[id]
+	f := h.fields[id]
+	if len(lcs) < 2 || f == nil {
+		return lcs[0]
+	}
+	for _, lc := range lcs {
+		key := h.lockKey(lc)
+		for other, of := range h.fields {
+			if other == id || of != f {
+				continue
+			}
+			for _, olc := range h.guarded[other] {
+				if h.lockKey(olc) == key {
+					return lc
+				}
+			}
+		}
+	}
+	return lcs[0]
+}
+
+// lockKey identifies a lock across functions: the field a lock call's
+// receiver selects (c.mu and s.mu of the same struct type are one lock
+// here), else the receiver's text.
+func (h *hoister) lockKey(lc *lockCall) any {
+	if f := h.fieldOf(lc.recv); f != nil {
+		return f
+	}
+	return exprString(h.fset, lc.recv)
+}
+
+// fieldOf returns the field e selects (x.f), or nil.
+func (h *hoister) fieldOf(e ast.Expr) types.Object {
+	sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	s := h.info.Selections[sel]
+	if s == nil || s.Kind() != types.FieldVal {
+		return nil
+	}
+	return s.Obj()
+}
+
+func slicesContains(lcs []*lockCall, lc *lockCall) bool {
+	for _, x := range lcs {
+		if x == lc {
+			return true
+		}
+	}
+	return false
 }
 
 type sitePos struct {
@@ -125,8 +196,9 @@ type hoister struct {
 	info    *types.Info
 	alloc   *SiteAlloc
 	ed      *edits
-	sitePos []sitePos // every site of the file, by position
-	guarded map[uint32]*lockCall
+	sitePos []sitePos               // every site of the file, by position
+	guarded map[uint32][]*lockCall  // in the order found: outermost first
+	fields  map[uint32]types.Object // the field a site accesses, if any
 	decls   map[types.Object]*ast.FuncDecl
 }
 
@@ -211,8 +283,8 @@ func (h *hoister) guard(n ast.Node, lc *lockCall, helpers bool) {
 		if inLit {
 			continue
 		}
-		if _, ok := h.guarded[sp.id]; !ok {
-			h.guarded[sp.id] = lc
+		if !slicesContains(h.guarded[sp.id], lc) {
+			h.guarded[sp.id] = append(h.guarded[sp.id], lc)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 	"sort"
 
 	"github.com/dave/dst"
@@ -177,15 +178,6 @@ func (h *hoister) fieldOf(e ast.Expr) types.Object {
 	return s.Obj()
 }
 
-func slicesContains(lcs []*lockCall, lc *lockCall) bool {
-	for _, x := range lcs {
-		if x == lc {
-			return true
-		}
-	}
-	return false
-}
-
 type sitePos struct {
 	id  uint32
 	pos token.Pos
@@ -283,7 +275,7 @@ func (h *hoister) guard(n ast.Node, lc *lockCall, helpers bool) {
 		if inLit {
 			continue
 		}
-		if !slicesContains(h.guarded[sp.id], lc) {
+		if !slices.Contains(h.guarded[sp.id], lc) {
 			h.guarded[sp.id] = append(h.guarded[sp.id], lc)
 		}
 	}

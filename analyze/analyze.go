@@ -500,7 +500,11 @@ func (a *analysis) scan(pass string, ro *reorder, pre func(*trace.Batch), fn fun
 // time order (see reorder). The reordering takes the complete rows of a
 // ragged batch; the others are added to *ragged.
 func produceReordered(src Source, ro *reorder, pre func(*trace.Batch), full, free chan *trace.Batch, stop chan struct{}, ragged *int64) error {
-	const rows = 64 << 10
+	// Output batches of up to 64Ki rows, but no larger than the largest
+	// input batch so far (rounded up to a power of two, at least 1Ki): a
+	// short test's trace is one small batch.
+	const maxRows = 64 << 10
+	rows := 1 << 10
 	var out *trace.Batch
 	// pump releases rows into output batches; false: stopped.
 	pump := func(final bool) bool {
@@ -537,6 +541,9 @@ func produceReordered(src Source, ro *reorder, pre func(*trace.Batch), full, fre
 	}
 	for src.Next() {
 		b := src.Batch()
+		for rows < maxRows && rows < b.Len() {
+			rows <<= 1
+		}
 		*ragged += raggedRows(b)
 		ro.add(b)
 		if !pump(false) {

@@ -42,7 +42,7 @@ type checkRow struct {
 // copy them again and again as they accumulate.
 type checkRows struct {
 	checks   []checkRow
-	disposes [][]checkRow // chunks of dispChunk
+	disposes [][]checkRow // chunks of up to dispChunk rows
 	// inits, kept only for static pairs (keepInits), like disposes
 	inits     [][]checkRow
 	keepInits bool
@@ -95,11 +95,16 @@ func (r *checkRows) batch(c *trace.Batch) {
 }
 
 // appendChunked appends row to the last chunk, starting a new one when
-// it is full.
+// it is full: the first of 64 rows, each next one four times larger up
+// to dispChunk.
 func appendChunked(chunks [][]checkRow, row checkRow) [][]checkRow {
 	k := len(chunks) - 1
 	if k < 0 || len(chunks[k]) == cap(chunks[k]) {
-		chunks = append(chunks, make([]checkRow, 0, dispChunk))
+		n := 64
+		if k >= 0 {
+			n = min(4*cap(chunks[k]), dispChunk)
+		}
+		chunks = append(chunks, make([]checkRow, 0, n))
 		k++
 	}
 	chunks[k] = append(chunks[k], row)

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -124,4 +126,34 @@ func FuzzAnalyzeTraceBytes(f *testing.F) {
 			t.Fatalf("invalid plan from fuzz input: %v", err)
 		}
 	})
+}
+
+// TestSmallTraceAllocatesLittle: prepare analyzes one trace per test,
+// most of a few events, so the analysis of a short trace must not
+// allocate buffers sized for millions of rows (it did: 3.5 MB for five
+// rows). The least of five runs, to keep other goroutines' allocations
+// out.
+func TestSmallTraceAllocatesLittle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "TestX.arrows")
+	var buf bytes.Buffer
+	writeTrace(t, &buf, trace.Meta{Package: "example.com/m", Test: "TestX"}, fileRows, 2)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	least := uint64(math.MaxUint64)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		p, _, err := File(context.Background(), path, Options{Tool: "wafl test", BinaryHash: "sha256:x"})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPairs(t, p, "use-before-init 10→20", "use-after-dispose 21→30")
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	t.Logf("%d bytes allocated", least)
+	if least > 512<<10 {
+		t.Fatalf("the analysis of a 5-row trace allocated %d KiB, want at most 512", least>>10)
+	}
 }

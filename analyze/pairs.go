@@ -21,9 +21,15 @@ type pairer struct {
 	look  lookCache
 	// forks answers fork order: the trace's forest in pass 2, the edges
 	// so far when streaming.
-	forks  *lcc.Forest
-	pairs  map[pairKey]*pairAgg
-	pcache [1 << 13]pairSlot // direct-mapped cache in front of pairs
+	forks *lcc.Forest
+	pairs map[pairKey]*pairAgg
+	// pcache: a direct-mapped cache in front of pairs, indexed by the top
+	// bits of a hash (pshift = 64 − log2(len)); it starts at 64 slots and
+	// grows to 1<<13 when its misses show many pairs (most traces have a
+	// handful).
+	pcache  []pairSlot
+	pshift  uint8
+	pmisses int
 	// wins, if not nil, takes the interference windows of the instances
 	// per (ℓ1, goroutine) instead of the aggregates (pairAgg.ivs).
 	wins *winTable
@@ -209,16 +215,26 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 	}
 	p.instances++
 	gap := t2 - t1
-	ph := (uint64(k.first)*0x9E3779B97F4A7C15 ^ uint64(k.second)*0xC2B2AE3D27D4EB4F ^ uint64(k.kind)) >> 51
-	ps := &p.pcache[ph]
-	agg := ps.p
-	if agg == nil || ps.k != k {
+	ph := uint64(k.first)*0x9E3779B97F4A7C15 ^ uint64(k.second)*0xC2B2AE3D27D4EB4F ^ uint64(k.kind)
+	var agg *pairAgg
+	if i := ph >> p.pshift; i < uint64(len(p.pcache)) && p.pcache[i].k == k {
+		agg = p.pcache[i].p
+	}
+	if agg == nil {
 		agg = p.pairs[k]
 		if agg == nil {
 			agg = &pairAgg{minGap: gap, maxGap: gap, obj: obj}
 			p.pairs[k] = agg
 		}
-		*ps = pairSlot{k, agg}
+		p.pmisses++
+		if p.pcache == nil || p.pmisses > 2*len(p.pcache) && len(p.pcache) < 1<<13 {
+			bits := uint8(6)
+			if p.pcache != nil {
+				bits = min(64-p.pshift+3, 13)
+			}
+			p.pcache, p.pshift, p.pmisses = make([]pairSlot, 1<<bits), 64-bits, 0
+		}
+		p.pcache[ph>>p.pshift] = pairSlot{k, agg}
 	}
 	agg.count++
 	agg.minGap = min(agg.minGap, gap)

@@ -128,18 +128,45 @@ type lateTracker struct {
 	gtN  int   // slots in use
 	gtSh uint8 // 64 − log2(len(gt))
 	// seen: the sites of access and check rows, direct-mapped by id
-	// (a collision forgets a site: it only ranks static pairs).
-	seen *[1 << 16]uint32
+	// (a collision forgets a site: it only ranks static pairs); the table
+	// grows on collisions (see), from 256 slots up to 1<<16.
+	seen     []uint32
+	seenMask uint32
 	// goOf: the go statement each child came from (filled by lates)
 	goOf map[uint64]uint32
 }
 
+// newLateTracker returns a tracker that keeps the sites it saw, up to
+// maxSite, if sites is set.
 func newLateTracker(sites bool) *lateTracker {
 	l := &lateTracker{ran: make(map[uint64]int64), gt: make([]ranSlot, 64), gtSh: 64 - 6}
 	if sites {
-		l.seen = new([1 << 16]uint32)
+		l.seen, l.seenMask = make([]uint32, 256), 255
 	}
 	return l
+}
+
+// see adds site to seen, growing the table while two sites collide in
+// it (up to 1<<16 slots, where only ids 1<<16 apart do).
+func (l *lateTracker) see(site uint32) {
+	for {
+		e := &l.seen[site&l.seenMask]
+		if *e == site {
+			return
+		}
+		if *e == 0 || l.seenMask == 1<<16-1 {
+			*e = site
+			return
+		}
+		old := l.seen
+		n := min(4*len(old), 1<<16)
+		l.seen, l.seenMask = make([]uint32, n), uint32(n-1)
+		for _, s := range old {
+			if s != 0 {
+				l.seen[s&l.seenMask] = s
+			}
+		}
+	}
 }
 
 // ranSlot is a slot of the lateTracker's table: goroutine g ran, its last
@@ -227,7 +254,9 @@ func (l *lateTracker) rows(c *trace.Batch, forkGo bool) {
 	}
 	if l.seen != nil {
 		for _, s := range c.Site[:n] {
-			l.seen[s&(1<<16-1)] = s
+			if l.seen[s&l.seenMask] != s {
+				l.see(s)
+			}
 		}
 	}
 }
@@ -246,7 +275,7 @@ func (l *lateTracker) flush() {
 // reached reports whether the trace showed a row at site (false
 // negatives on collisions).
 func (l *lateTracker) reached(site uint32) bool {
-	return l.seen != nil && l.seen[site&(1<<16-1)] == site
+	return l.seen != nil && l.seen[site&l.seenMask] == site
 }
 
 // How a goroutine was late (lateG.how), in the order static pairs rank

@@ -88,7 +88,9 @@ type objTable struct {
 	states []objState // len: states in use; cap: allocated
 	// mappings of slots and states outside the heap (see offHeap)
 	slotMem, stateMem []byte
-	cache             [1 << 12]objTSlot // direct-mapped front cache
+	// cache: a direct-mapped front cache, made when the table first
+	// grows (a table of a few hundred objects needs none)
+	cache *[1 << 12]objTSlot
 }
 
 type objTSlot struct {
@@ -116,17 +118,21 @@ func newStreamPairer(delta, budget, keep int64) *streamPairer {
 			s.keep = 2 * delta
 		}
 	}
-	s.wlog = make([]waitUse, 1<<12)
-	s.objs.slots = make([]objTSlot, 1<<12)
-	s.objs.mask = 1<<12 - 1
+	// Small to start with: both grow, and most traces are of short tests.
+	s.wlog = make([]waitUse, 1<<8)
+	s.objs.slots = make([]objTSlot, 1<<8)
+	s.objs.mask = 1<<8 - 1
 	return s
 }
 
 // get returns the index of the state of obj, creating it.
 func (t *objTable) get(obj uint64) int32 {
-	c := &t.cache[(obj*0x9E3779B97F4A7C15)>>52]
-	if c.idx != 0 && c.obj == obj {
-		return c.idx - 1
+	var c *objTSlot
+	if t.cache != nil {
+		c = &t.cache[(obj*0x9E3779B97F4A7C15)>>52]
+		if c.idx != 0 && c.obj == obj {
+			return c.idx - 1
+		}
 	}
 	h := mix(obj) & t.mask
 	for {
@@ -135,13 +141,15 @@ func (t *objTable) get(obj uint64) int32 {
 			break
 		}
 		if s.obj == obj {
-			*c = *s
+			if c != nil {
+				*c = *s
+			}
 			return s.idx - 1
 		}
 		h = (h + 1) & t.mask
 	}
 	if len(t.states) == cap(t.states) {
-		ns, mem := offHeap[objState](max(2*cap(t.states), 1024))
+		ns, mem := offHeap[objState](max(2*cap(t.states), 64))
 		copy(ns, t.states)
 		freeOffHeap(t.stateMem)
 		t.states, t.stateMem = ns[:len(t.states)], mem
@@ -155,11 +163,16 @@ func (t *objTable) get(obj uint64) int32 {
 		}
 	}
 	t.slots[h] = objTSlot{obj: obj, idx: int32(len(t.states))}
-	*c = t.slots[h]
+	if t.cache != nil {
+		t.cache[(obj*0x9E3779B97F4A7C15)>>52] = t.slots[h]
+	}
 	return int32(len(t.states) - 1)
 }
 
 func (t *objTable) grow() {
+	if t.cache == nil && len(t.slots) >= 1<<11 {
+		t.cache = new([1 << 12]objTSlot)
+	}
 	old, oldMem := t.slots, t.slotMem
 	defer freeOffHeap(oldMem)
 	t.slots, t.slotMem = offHeap[objTSlot](2 * len(old))

@@ -39,8 +39,20 @@ type Forest struct {
 	// asked holds goroutines the forest does not know that a query took
 	// to be roots (known ones are marked in their node).
 	asked map[uint64]struct{}
-	cache [1 << 14]limitSlot
+	// cache: direct-mapped answers of limit, indexed by the top bits of
+	// a hash (shift = 64 − log2(len)). It starts small and grows when
+	// its misses show that the forest is asked a lot (growCache): most
+	// traces are of short tests and ask a few dozen questions.
+	cache  []limitSlot
+	shift  uint8
+	misses int
 }
+
+// The cache's first and largest sizes (slots of 24 bytes).
+const (
+	minCacheBits = 6
+	maxCacheBits = 14
+)
 
 type node struct {
 	g      uint64
@@ -209,18 +221,35 @@ func (f *Forest) Len() int { return len(f.nodes) }
 // happens before any event of desc iff c ≤ limit.
 // The cache lookup inlines into the callers; a miss walks.
 func (f *Forest) limit(anc, desc uint64) int64 {
-	s := &f.cache[(anc*0x9E3779B97F4A7C15^desc*0xC2B2AE3D27D4EB4F)>>50]
-	if s.anc == anc && s.desc == desc {
-		return s.lim
+	h := anc*0x9E3779B97F4A7C15 ^ desc*0xC2B2AE3D27D4EB4F
+	if i := h >> f.shift; i < uint64(len(f.cache)) {
+		if s := &f.cache[i]; s.anc == anc && s.desc == desc {
+			return s.lim
+		}
 	}
-	return f.miss(s, anc, desc)
+	return f.miss(h, anc, desc)
 }
 
-// miss answers limit through a walk and keeps the answer in slot s.
-func (f *Forest) miss(s *limitSlot, anc, desc uint64) int64 {
+// miss answers limit through a walk and keeps the answer in the cache.
+func (f *Forest) miss(h, anc, desc uint64) int64 {
 	lim := f.walk(anc, desc)
-	*s = limitSlot{anc: anc, desc: desc, lim: lim}
+	f.misses++
+	if f.cache == nil || f.misses > 2*len(f.cache) && len(f.cache) < 1<<maxCacheBits {
+		f.growCache()
+	}
+	f.cache[h>>f.shift] = limitSlot{anc: anc, desc: desc, lim: lim}
 	return lim
+}
+
+// growCache makes the cache 16 times larger (the first one minCacheBits),
+// forgetting its answers: after twice as many misses as slots the
+// questions are more than the cache holds.
+func (f *Forest) growCache() {
+	bits := uint8(minCacheBits)
+	if f.cache != nil {
+		bits = min(64-f.shift+4, maxCacheBits)
+	}
+	f.cache, f.shift, f.misses = make([]limitSlot, 1<<bits), 64-bits, 0
 }
 
 // walk is limit without the cache: up from desc until anc's child. A walk

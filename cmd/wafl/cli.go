@@ -52,7 +52,27 @@ func Main() int {
 		}
 		defer stopProfile()
 	}
+	if path := os.Getenv("WAFL_MEMPROFILE"); path != "" {
+		// The allocations of wafl's own process over its whole run (the
+		// "allocs" profile), written when the command ends.
+		runtime.MemProfileRate = 64 << 10
+		defer writeAllocProfile(path)
+	}
 	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// writeAllocProfile writes the allocation profile of this process to path.
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wafl: WAFL_MEMPROFILE: %v\n", err)
+	}
 }
 
 // startCPUProfile writes a CPU profile of this process to path until the

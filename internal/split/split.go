@@ -351,10 +351,11 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 		}
 		return err
 	}
+	var e abi.RawEvent // one variable: fn's pointer would move a new one to the heap per event
 	for r.Next() {
 		p := r.Payload()
 		for i := range r.Len() {
-			e := abi.DecodeRawEvent(p[i*abi.RawRecordSize:])
+			e = abi.DecodeRawEvent(p[i*abi.RawRecordSize:])
 			fn(&e)
 		}
 	}

@@ -32,12 +32,13 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 	if fi, err := in.Stat(); err == nil {
 		size = fi.Size()
 	}
-	rr, err := NewRawReader(bufio.NewReaderSize(in, int(min(max(size, 4<<10), 1<<20))), rawPath)
+	bufSize := int(min(max(size, 4<<10), 1<<20))
+	rr, err := NewRawReader(bufio.NewReaderSize(in, bufSize), rawPath)
 	if err != nil && !errors.Is(err, ErrTruncated) {
 		return 0, err
 	}
 	headerErr := err
-	w, err := Create(outPath, meta)
+	w, err := create(outPath, meta, bufSize)
 	if err != nil {
 		return 0, err
 	}

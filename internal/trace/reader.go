@@ -31,8 +31,12 @@ func Open(path string) (*Reader, error) {
 		return nil, fmt.Errorf("opening trace: %w", err)
 	}
 	// A small buffer: message bodies (megabytes) are read past it, straight
-	// into the reader's reused body buffer.
-	r, err := newReader(bufio.NewReaderSize(f, 64<<10), path)
+	// into the reader's reused body buffer; no larger than the file.
+	size := int64(64 << 10)
+	if fi, err := f.Stat(); err == nil {
+		size = min(max(fi.Size(), 4<<10), size)
+	}
+	r, err := newReader(bufio.NewReaderSize(f, int(size)), path)
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -27,15 +27,16 @@ type Writer struct {
 
 // Create creates (truncating) the trace file at path.
 func Create(path string, meta Meta) (*Writer, error) {
+	return create(path, meta, 1<<20)
+}
+
+// create is Create with a write buffer of bufSize bytes.
+func create(path string, meta Meta, bufSize int) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating trace: %w", err)
 	}
-	w, err := NewWriter(f, meta)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
+	w := newWriter(f, meta, bufSize)
 	w.f, w.name = f, path
 	return w, nil
 }
@@ -43,10 +44,14 @@ func Create(path string, meta Meta) (*Writer, error) {
 // NewWriter writes a trace stream to w. Close writes the end-of-stream
 // marker; it does not close w.
 func NewWriter(w io.Writer, meta Meta) (*Writer, error) {
+	return newWriter(w, meta, 1<<20), nil
+}
+
+func newWriter(w io.Writer, meta Meta, bufSize int) *Writer {
 	tw := &Writer{schema: schemaFor(meta), name: "trace stream"}
-	tw.bw = bufio.NewWriterSize(w, 1<<20)
+	tw.bw = bufio.NewWriterSize(w, bufSize)
 	tw.w = ipc.NewWriter(tw.bw, ipc.WithSchema(tw.schema), ipc.WithAllocator(memory.DefaultAllocator))
-	return tw, nil
+	return tw
 }
 
 // bytesOf views a slice of fixed-size integers as bytes, without copying.

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,13 +33,16 @@ import (
 //   - the build's configuration (directory, patterns, tags, --instrument);
 //   - the go command and its environment (`go env -json`: toolchain
 //     version, GOFLAGS, GOOS/GOARCH, CGO settings, ...);
-//   - every file under the module root (path, size, modification time),
-//     but .git and the work directory, and under each directory a local
-//     replace directive of go.mod points to; dependencies from the module
-//     cache are fixed by go.mod and go.sum, which are among those files.
+//   - every file the build reads under the module root (path, size,
+//     modification time; hashTree says which), but in .git and the work
+//     directory, and under each directory a local replace directive of
+//     go.mod points to; dependencies from the module cache are fixed by
+//     go.mod and go.sum, which are among those files.
 //
 // The next build with the same fingerprint, whose binaries still hash as
-// they did, reuses the result. Anything else builds as before.
+// they did, reuses the result. A build in another work directory finds the
+// same build in the build store (store.go), keyed by the fingerprint
+// without the work directory. Anything else builds as before.
 
 // buildState is the saved result of a build (work/build/state.json).
 type buildState struct {
@@ -51,6 +56,7 @@ type builtPackage struct {
 	ImportPath  string   `json:"import_path"`
 	Dir         string   `json:"dir"`
 	Binary      string   `json:"binary,omitempty"`
+	Rel         string   `json:"rel,omitempty"` // in the build store: Binary's path relative to the work directory
 	Sites       string   `json:"sites,omitempty"`
 	Hash        string   `json:"hash,omitempty"`
 	Files       int      `json:"files,omitempty"`
@@ -69,8 +75,21 @@ type builtPackage struct {
 const racyWindow = 2 * time.Second
 
 // buildFingerprint hashes everything a build of cfg depends on (see
-// above). racy says a file was modified within racyWindow.
-func buildFingerprint(ctx context.Context, cfg Config, ws *workdir.Dir) (fp string, racy bool, err error) {
+// above): fp for the work directory, shared (the same but the work
+// directory's path) for the build store. racy says a file was modified
+// within racyWindow.
+func buildFingerprint(ctx context.Context, cfg Config, ws *workdir.Dir) (fp, shared string, racy bool, err error) {
+	shared, racy, err = sharedFingerprint(ctx, cfg, ws)
+	if err != nil {
+		return "", "", false, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nwork directory %q\n", shared, cfg.WorkDir)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), shared, racy, nil
+}
+
+// sharedFingerprint is buildFingerprint's shared fingerprint.
+func sharedFingerprint(ctx context.Context, cfg Config, ws *workdir.Dir) (fp string, racy bool, err error) {
 	start := time.Now()
 	h := sha256.New()
 	self, err := os.Executable()
@@ -83,9 +102,9 @@ func buildFingerprint(ctx context.Context, cfg Config, ws *workdir.Dir) (fp stri
 	}
 	fmt.Fprintf(h, "wafl %s\n", selfHash)
 	c, err := json.Marshal(struct {
-		Dir, WorkDir               string
+		Dir                        string
 		Patterns, Tags, Instrument []string
-	}{cfg.Dir, cfg.WorkDir, cfg.Patterns, cfg.Tags, cfg.Instrument})
+	}{cfg.Dir, cfg.Patterns, cfg.Tags, cfg.Instrument})
 	if err != nil {
 		return "", false, err
 	}
@@ -131,11 +150,24 @@ func buildFingerprint(ctx context.Context, cfg Config, ws *workdir.Dir) (fp stri
 }
 
 // hashTree writes the path, size, mode and modification time of every file
-// under root, but .git directories and skip, to h, and keeps the latest
-// modification time in newest.
+// under root that a build may read, but under .git directories and skip,
+// to h, and keeps the latest modification time in newest. A build reads
+// the Go, assembly and cgo sources (buildInput), go.mod, go.sum and
+// vendor/modules.txt, and the files //go:embed directives name (found by
+// reading the Go files that have one; a pattern matching a directory
+// names every file under it); other files are left out, so that a test
+// that writes a file into its package directory (a log, a socket, a
+// golden file) does not make the next build look changed.
 func hashTree(h interface{ Write([]byte) (int, error) }, root, skip string, newest *time.Time) error {
 	fmt.Fprintf(h, "tree %s\n", root)
-	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	add := func(path string, fi fs.FileInfo) {
+		fmt.Fprintf(h, "%q %d %o %d\n", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
+		if fi.ModTime().After(*newest) {
+			*newest = fi.ModTime()
+		}
+	}
+	var embeds []string // embedded files and directories, in walk order
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // removed while walking: the next build sees it
@@ -148,6 +180,9 @@ func hashTree(h interface{ Write([]byte) (int, error) }, root, skip string, newe
 			}
 			return nil
 		}
+		if !buildInput(d.Name()) {
+			return nil
+		}
 		fi, err := d.Info()
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -155,12 +190,126 @@ func hashTree(h interface{ Write([]byte) (int, error) }, root, skip string, newe
 			}
 			return err
 		}
-		fmt.Fprintf(h, "%q %d %o %d\n", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
-		if fi.ModTime().After(*newest) {
-			*newest = fi.ModTime()
+		add(path, fi)
+		if strings.HasSuffix(path, ".go") {
+			embeds = append(embeds, embedded(path)...)
 		}
 		return nil
 	})
+	if err != nil || len(embeds) == 0 {
+		return err
+	}
+	fmt.Fprintf(h, "embedded\n")
+	return hashEmbedded(embeds, skip, add)
+}
+
+// hashEmbedded adds the files at paths, and every file under those that
+// are directories, with add.
+func hashEmbedded(paths []string, skip string, add func(string, fs.FileInfo)) error {
+	return walkEach(paths, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone, or not readable: the go command will say
+		}
+		if d.IsDir() {
+			if path == skip || d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			add(path, fi)
+		}
+		return nil
+	})
+}
+
+func walkEach(roots []string, fn fs.WalkDirFunc) error {
+	for _, r := range roots {
+		if err := filepath.WalkDir(r, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildInput reports whether a file named name is one the go command
+// reads when it builds (without //go:embed).
+func buildInput(name string) bool {
+	switch name {
+	case "go.mod", "go.sum", "go.work", "go.work.sum", "modules.txt":
+		return true
+	}
+	switch filepath.Ext(name) {
+	case ".go", ".s", ".S", ".sx", ".c", ".h", ".hh", ".hpp", ".hxx", ".cc", ".cpp", ".cxx",
+		".m", ".f", ".F", ".for", ".f90", ".syso", ".swig", ".swigcxx", ".inc":
+		return true
+	}
+	return false
+}
+
+// embedded returns what the //go:embed directives of the Go file at path
+// match (files and directories, as filepath.Glob finds them beside the
+// file); a file that cannot be read embeds its whole directory.
+func embedded(path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return []string{filepath.Dir(path)}
+	}
+	if !bytes.Contains(data, []byte("//go:embed")) {
+		return nil
+	}
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//go:embed")
+		if !ok {
+			continue
+		}
+		for _, pat := range embedPatterns(rest) {
+			pat = strings.TrimPrefix(pat, "all:")
+			matches, err := filepath.Glob(filepath.Join(filepath.Dir(path), filepath.FromSlash(pat)))
+			if err != nil {
+				return []string{filepath.Dir(path)}
+			}
+			out = append(out, matches...)
+		}
+	}
+	return out
+}
+
+// embedPatterns splits the patterns of a //go:embed line: separated by
+// spaces, each bare or a Go string literal.
+func embedPatterns(s string) []string {
+	var out []string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		if s[0] == '"' || s[0] == '`' {
+			q := s[0]
+			end := strings.IndexByte(s[1:], q)
+			for q == '"' && end > 0 && s[end] == '\\' { // an escaped quote
+				next := strings.IndexByte(s[end+2:], q)
+				if next < 0 {
+					end = -1
+					break
+				}
+				end += 1 + next
+			}
+			if end < 0 {
+				return append(out, s)
+			}
+			lit := s[:end+2]
+			if v, err := strconv.Unquote(lit); err == nil {
+				out = append(out, v)
+			}
+			s = s[end+2:]
+			continue
+		}
+		i := strings.IndexAny(s, " \t")
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
 }
 
 // reuseBuild returns the saved result of the last build when its
@@ -267,18 +416,25 @@ func noBuildCache() bool { return strings.TrimSpace(os.Getenv("WAFL_REBUILD")) =
 // and the hash of every test binary it made, keyed by import path. log
 // receives a line saying which it did.
 func Cached(ctx context.Context, cfg Config, ws *workdir.Dir, log io.Writer) (*Result, map[string]string, error) {
-	fp, racy := "", false
+	fp, shared, racy := "", "", false
 	if !noBuildCache() {
 		var err error
-		if fp, racy, err = buildFingerprint(ctx, cfg, ws); err != nil {
+		if fp, shared, racy, err = buildFingerprint(ctx, cfg, ws); err != nil {
 			fmt.Fprintf(log, "wafl: build fingerprint: %v (building)\n", err)
-			fp = ""
+			fp, shared = "", ""
 		} else if st := reuseBuild(ws, fp); st != nil {
 			if res, hashes := st.result(ws.Work), st.check(); hashes != nil {
 				fmt.Fprintf(log, "wafl: nothing changed since the last build (%s): its test binaries are reused\n", fp[:min(len(fp), 19)])
 				return res, hashes, nil
 			}
 			fmt.Fprintf(log, "wafl: a test binary changed since the last build: building\n")
+		}
+		if !racy {
+			if res, hashes := fromStore(storeRoot(), shared, ws.Work); res != nil {
+				fmt.Fprintf(log, "wafl: the same build is in the build store (%s): its test binaries are reused\n", shared[:min(len(shared), 19)])
+				saveBuild(ws, fp, res, hashes)
+				return res, hashes, nil
+			}
 		}
 	}
 	res, err := Build(ctx, cfg)
@@ -300,6 +456,7 @@ func Cached(ctx context.Context, cfg Config, ws *workdir.Dir, log io.Writer) (*R
 		os.Remove(ws.BuildStatePath()) // a file changed just now: build again next time
 	case fp != "":
 		saveBuild(ws, fp, res, hashes)
+		toStore(storeRoot(), shared, ws.Work, res, hashes)
 	}
 	return res, hashes, nil
 }

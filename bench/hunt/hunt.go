@@ -150,6 +150,9 @@ type Result struct {
 	Race      Step `json:"race"`
 	Prepare   Step `json:"prepare"`
 	Detect    Step `json:"detect"`
+	// PrepareFromStore is set when prepare took the test binaries that
+	// WarmWafl built from wafl's build store (its summary says so).
+	PrepareFromStore bool `json:"prepare_from_store,omitempty"`
 
 	// Wafl is what prepare and detect did (fieldruns' record).
 	Wafl *fieldruns.Result `json:"wafl,omitempty"`
@@ -300,6 +303,9 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	r.Wafl = w
 	outDir := work + ".out"
 	r.Prepare = Step{Timing: w.Prepare, Ran: true, Output: filepath.Join(outDir, "prepare.stderr")}
+	if out, err := os.ReadFile(r.Prepare.Output); err == nil {
+		r.PrepareFromStore = strings.Contains(string(out), "(binaries from the build store)")
+	}
 	if w.Detect.Wall > 0 || w.Detect.Exit != 0 || w.Detect.TimedOut {
 		r.Detect = Step{Timing: w.Detect, Ran: true, Output: filepath.Join(outDir, "detect.stderr")}
 	}

@@ -75,17 +75,22 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		fmt.Fprintf(&b, "prepare + detect below `go test -race`: wall on %d and CPU on %d of %d modules where all four steps finished.\n\n",
 			belowWall, belowCPU, compared)
 	}
-	anyCold := false
+	anyCold, anyStore := false, false
 	cold, coldBelowWall, coldBelowCPU, warm, warmBelowWall, warmBelowCPU := 0, 0, 0, 0, 0, 0
+	store, storeBelowWall, storeBelowCPU := 0, 0, 0
 	for _, r := range run {
 		anyCold = anyCold || !r.WarmWafl.Ran
+		anyStore = anyStore || r.PrepareFromStore
 		w, c, ok := Ratios(r)
 		if !ok {
 			continue
 		}
 		n, bw, bc := &warm, &warmBelowWall, &warmBelowCPU
-		if !r.WarmWafl.Ran {
+		switch {
+		case !r.WarmWafl.Ran:
 			n, bw, bc = &cold, &coldBelowWall, &coldBelowCPU
+		case r.PrepareFromStore:
+			n, bw, bc = &store, &storeBelowWall, &storeBelowCPU
 		}
 		*n++
 		if w < 1 {
@@ -95,10 +100,16 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 			*bc++
 		}
 	}
+	if anyStore {
+		fmt.Fprintf(&b, "ˢ: prepare took the test binaries that the untimed build had left in wafl's build store (docs/usage.md, "+
+			"\"The build store\"), as `go test` takes its compiled packages from the go build cache — "+
+			"but `go test` links every test binary again in each timed step, and wafl does not. "+
+			"%d such rows (below -race: wall %d, CPU %d).\n\n", store, storeBelowWall, storeBelowCPU)
+	}
 	if anyCold {
 		fmt.Fprintf(&b, "ᶜ: a row made before the hunt built the instrumented test binaries once untimed, as it builds the plain and race ones: "+
 			"its prepare includes compiling the instrumented packages (and, for the first module of a new wafl, the runtime), which the -race column does not pay. "+
-			"Of the modules where all four steps finished, %d such rows (below -race: wall %d, CPU %d) and %d with a warm instrumented build (below: wall %d, CPU %d).\n\n",
+			"Of the modules where all four steps finished, %d such rows (below -race: wall %d, CPU %d) and %d with a warm instrumented build that prepare linked itself (below: wall %d, CPU %d).\n\n",
 			cold, coldBelowWall, coldBelowCPU, warm, warmBelowWall, warmBelowCPU)
 	}
 	b.WriteString("Columns: *tests* run by `wafl prepare`; *with candidates*: tests whose plan has a delay location after detect; " +
@@ -284,8 +295,11 @@ func Row(r *Result) []string {
 		ratio = fmt.Sprintf("%.2f / %.2f", wr, cr)
 	}
 	prep := r.Prepare.Cell()
-	if !r.WarmWafl.Ran {
+	switch {
+	case !r.WarmWafl.Ran:
 		prep += " ᶜ" // the instrumented packages compiled in the timed prepare
+	case r.PrepareFromStore:
+		prep += " ˢ" // the binaries from the build store
 	}
 	return append(cells, r.Plain.Cell(), r.Race.Cell(), prep, r.Detect.Cell(), ratio)
 }

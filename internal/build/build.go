@@ -52,6 +52,10 @@ type Result struct {
 	Sites int
 	// LoadTime, RewriteTime and BuildTime split the wall time of Build.
 	LoadTime, RewriteTime, BuildTime time.Duration
+	// From says where the binaries came from: FromBuild (this build),
+	// FromWorkDir (the work directory's last build) or FromStore (the
+	// build store).
+	From string
 	// ReachTime is the time the reach files took (SSA, call graph),
 	// mostly while the go command built; ReachWait the part of it after
 	// the build, which adds to the wall time.
@@ -82,6 +86,13 @@ type Package struct {
 	// (often the loader's or the compiler's messages, naming file and line).
 	Err error
 }
+
+// Result.From values.
+const (
+	FromBuild   = ""
+	FromWorkDir = "the work directory's last build"
+	FromStore   = "the build store"
+)
 
 // ErrNoTestFiles is the Err of a package that has no test files.
 var ErrNoTestFiles = errors.New("no test files")

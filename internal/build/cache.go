@@ -425,6 +425,7 @@ func Cached(ctx context.Context, cfg Config, ws *workdir.Dir, log io.Writer) (*R
 		} else if st := reuseBuild(ws, fp); st != nil {
 			if res, hashes := st.result(ws.Work), st.check(); hashes != nil {
 				fmt.Fprintf(log, "wafl: nothing changed since the last build (%s): its test binaries are reused\n", fp[:min(len(fp), 19)])
+				res.From = FromWorkDir
 				return res, hashes, nil
 			}
 			fmt.Fprintf(log, "wafl: a test binary changed since the last build: building\n")
@@ -433,6 +434,7 @@ func Cached(ctx context.Context, cfg Config, ws *workdir.Dir, log io.Writer) (*R
 			if res, hashes := fromStore(storeRoot(), shared, ws.Work); res != nil {
 				fmt.Fprintf(log, "wafl: the same build is in the build store (%s): its test binaries are reused\n", shared[:min(len(shared), 19)])
 				saveBuild(ws, fp, res, hashes)
+				res.From = FromStore
 				return res, hashes, nil
 			}
 		}

@@ -255,6 +255,7 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 	if err != nil {
 		return nil, err
 	}
+	sum.BuiltFrom = res.From
 	var built []*pkgBuild
 	for _, p := range res.Packages {
 		if errors.Is(p.Err, ibuild.ErrNoTestFiles) {

@@ -36,6 +36,7 @@ type Summary struct {
 
 	Packages       int // packages matched
 	PackagesBuilt  int
+	BuiltFrom      string // where the test binaries came from when not built now (build.Result.From)
 	Tests          int    // tests run at least once
 	Prepared       int    // tests with a fresh plan
 	Reused         int    // tests whose plan from an earlier invocation was current
@@ -112,7 +113,11 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "packages: %d matched, %d built\n", s.Packages, s.PackagesBuilt)
+	from := ""
+	if s.BuiltFrom != "" {
+		from = " (binaries from " + s.BuiltFrom + ")"
+	}
+	fmt.Fprintf(w, "packages: %d matched, %d built%s\n", s.Packages, s.PackagesBuilt, from)
 	parts := []string{fmt.Sprintf("%d prepared now", s.Prepared)}
 	if detect || s.Reused > 0 {
 		parts = append(parts, fmt.Sprintf("%d with a current plan", s.Reused))

@@ -77,7 +77,9 @@ func secs(v float64) string {
 type Broken struct {
 	Package string `json:"package"`
 	Test    string `json:"test"`
-	// Kind is "fail" or "timeout".
+	// Kind is "fail" or "timeout" under delays; "no-delay hang" or
+	// "no-delay fail" for a test that hung or crashed in a recording run
+	// of detect (no delays) after passing in prepare.
 	Kind string `json:"kind"`
 	// Runs are wafl's lines for the failed runs: the reason, the last
 	// delay before it, the output file.
@@ -258,6 +260,7 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 		r.Status = "fetch: " + err.Error()
 		return r
 	}
+	copied := time.Now()
 	goTest := func(step string, race, warm bool) Step {
 		args := []string{"test", "-count=1"}
 		if race {
@@ -283,6 +286,10 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	}
 	r.WarmPlain = goTest("warm-plain", false, true)
 	r.WarmRace = goTest("warm-race", true, true)
+	// wafl keeps no build (neither in the work directory nor in its build
+	// store) of sources modified less than 2 s before it: a copy that
+	// fresh would make every small module's prepare build again.
+	time.Sleep(time.Until(copied.Add(2500 * time.Millisecond)))
 	r.WarmWafl = warmWafl(ctx, o, m, src, mdir)
 	if ctx.Err() != nil {
 		return r
@@ -564,6 +571,16 @@ func Classify(problems []string, plainFails map[string]bool) ([]Broken, []WaflEr
 				errs = append(errs, WaflError{Kind: "prepare", What: name,
 					Reason: "fails or hangs under instrumentation without delays, passes in plain go test: " + full})
 			}
+		case "learn":
+			// A test that hung or crashed without delays in a recording
+			// run of detect, after passing in prepare: triaged as the
+			// tests broken by delays are.
+			kind := "no-delay fail"
+			if strings.HasPrefix(reason, "hung") {
+				kind = "no-delay hang"
+			}
+			broken = append(broken, Broken{Package: pkg, Test: test, Kind: kind, FailsPlain: plainFails[name] || plainFails[pkg],
+				Runs: []string{strings.TrimSpace(reason)}})
 		case "build", "list":
 			if !plainFails[pkg] {
 				errs = append(errs, WaflError{Kind: "build", What: name, Reason: full})

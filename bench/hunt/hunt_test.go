@@ -100,11 +100,12 @@ func TestClassify(t *testing.T) {
 		pipeline.Problem{Package: "ex.com/m/plainbroken", Phase: "build", Reason: "does not compile"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestW", Phase: "analyze", Reason: "warning: trace truncated"},
 		pipeline.Problem{Package: "ex.com/m", Test: "TestA", Phase: "analyze", Reason: "reading trace: bad"},
+		pipeline.Problem{Package: "ex.com/m", Test: "TestWaits", Phase: "learn", Reason: "hung without delays in a recording run (the run of its package's tests that learn timed out after 2m42s while it ran; it passed in the preparation run): output in logs/ex.com/m/_package.learn.log"},
 	)
 	plain := map[string]bool{"ex.com/m.TestPlainBad": true, "ex.com/m.TestFlaky": true, "ex.com/m/plainbroken": true}
 	broken, errs := Classify(ps, plain)
-	if len(broken) != 3 {
-		t.Fatalf("broken = %+v, want 3", broken)
+	if len(broken) != 4 {
+		t.Fatalf("broken = %+v, want 4", broken)
 	}
 	byTest := map[string]Broken{}
 	for _, b := range broken {
@@ -118,6 +119,9 @@ func TestClassify(t *testing.T) {
 	}
 	if b := byTest["TestHang"]; b.Kind != "timeout" || len(b.Runs) != 1 || !strings.HasPrefix(b.Runs[0], "run 2 timed out (panic: test timed out after 2m42s running tests: TestHang (2m42s))") {
 		t.Errorf("TestHang: %+v", b)
+	}
+	if b := byTest["TestWaits"]; b.Kind != "no-delay hang" || len(b.Runs) != 1 || !strings.HasPrefix(b.Runs[0], "hung without delays") {
+		t.Errorf("TestWaits: %+v", b)
 	}
 	if b := byTest["TestFlaky"]; !b.FailsPlain {
 		t.Errorf("TestFlaky fails plainly too: %+v", b)

@@ -245,6 +245,18 @@ func learnPackage(ctx context.Context, s *session, o *DetectOptions, js []job, p
 		}
 	}
 	logSplit(res.Output, res, st, kept, len(tests), "the others learn nothing from it")
+	// A hang or a crash without delays is news even though the test
+	// passed in prepare: it shows under some schedules with no help.
+	for _, j := range js {
+		ts := st.Tests[j.test]
+		switch {
+		case res.TimedOut && ts != nil && ts.Runs > 0 && !ts.Ended:
+			s.problem(j, "learn", fmt.Sprintf("hung without delays in a recording run (the run of its package's tests that learn timed out after %s while it ran; it passed in the preparation run): output in %s",
+				res.Duration.Round(time.Second), s.ws.Rel(res.Output)))
+		case j.test == crashed:
+			s.problem(j, "learn", fmt.Sprintf("crashed without delays in a recording run (it passed in the preparation run): output in %s", s.ws.Rel(res.Output)))
+		}
+	}
 	out := map[job]string{}
 	for _, j := range js {
 		ts := st.Tests[j.test]

@@ -384,3 +384,65 @@ func countPairs(p *plans.Plan) int {
 	}
 	return n
 }
+
+// TestLearningRunHangIsReported: a test that passed in the preparation
+// run and hangs without delays in detect's recording run (here: on its
+// second run, always) is a problem of phase "learn", not a silent loss of
+// what that run would have learned.
+func TestLearningRunHangIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a test binary until its timeout")
+	}
+	const src = `package hang
+
+import (
+	"os"
+	"testing"
+)
+
+type S struct{ p *int }
+
+func TestHangs(t *testing.T) {
+	if _, err := os.Stat("ran"); err == nil {
+		select {} // the second run never ends
+	}
+	if err := os.WriteFile("ran", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &S{p: new(int)}
+	done := make(chan struct{})
+	go func() { _ = *s.p; close(done) }()
+	<-done
+}
+`
+	dir := t.TempDir()
+	for name, data := range map[string]string{"go.mod": "module example.com/hang\n\ngo 1.22\n", "hang_test.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := DetectOptions{
+		PrepareOptions: PrepareOptions{
+			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+			Packages: Packages{Patterns: []string{"./..."}},
+			Tests:    Tests{Parallel: 1, Timeout: 3 * time.Second},
+		},
+		Runs: 1,
+	}
+	if sum, err := Prepare(context.Background(), o.PrepareOptions); err != nil || sum.Prepared != 1 || sum.WithCandidates != 0 {
+		t.Fatalf("prepare: %v; summary %+v", err, sum)
+	}
+	sum, err := Detect(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.LearnRuns != 1 {
+		t.Fatalf("%d learning runs, want 1 (problems %v)", sum.LearnRuns, sum.Problems)
+	}
+	for _, p := range sum.Problems {
+		if p.Test == "TestHangs" && p.Phase == "learn" && strings.HasPrefix(p.Reason, "hung without delays in a recording run") {
+			return
+		}
+	}
+	t.Fatalf("no learn problem for TestHangs: %+v", sum.Problems)
+}

@@ -14,6 +14,9 @@ const (
 	// EnvAblate switches parts of the algorithm off, for ablation studies
 	// (thesis Table 6.4): Ablation.String's comma-separated part names.
 	EnvAblate = "WAFL_ABLATE"
+	// EnvThin set to "off" makes the recorder keep every use row
+	// (record's thinning off).
+	EnvThin = "WAFL_THIN"
 )
 
 // Values of EnvMode.

@@ -30,10 +30,25 @@ const (
 	// runs. A go row with no fork row of the same (g, clock) is a
 	// goroutine that never ran before the recording ended.
 	OpGo Op = 8
+	// OpThinned: the recorder left out obj use rows since the previous
+	// thinned row (or the start), each a use of the same slot at the same
+	// site by the same goroutine as one it wrote less than ThinNs before
+	// (record's thinning). g and clock are those of the goroutine that
+	// wrote the row (a test's goroutine before its end mark; without
+	// marks, the one that stopped the recording); site is 0.
+	OpThinned Op = 9
 )
 
 // NumOps bounds the op codes: every valid Op is below it.
-const NumOps = 9
+const NumOps = 10
+
+// ThinShift sets the recorder's thinning grain: of the uses of one slot
+// at one site by one goroutine, it keeps the first in every aligned
+// interval of 1<<ThinShift ns (about 1 ms) and counts the others in
+// OpThinned rows. The near-miss window is 100 ms by default and delays are
+// at least 1 ms long: a gap measured from the kept rows is off by less
+// than a delay's granularity.
+const ThinShift = 20
 
 // MaxSite is the largest site id. Site ids are 30-bit hashes
 // (instrument/sites.ID) and 0 is "no site"; a row of a sited op whose site
@@ -70,6 +85,7 @@ var Specs = [NumOps]Spec{
 	OpTestBegin: {Op: OpTestBegin, Name: "test-begin", Obj: "test id (TestID)", Clock: "clock", Doc: "raw spill file only: goroutine g starts running a top-level test"},
 	OpTestEnd:   {Op: OpTestEnd, Name: "test-end", Obj: "test id (TestID)", Clock: "clock", Site: "1: the test failed", Doc: "raw spill file only: the top-level test of goroutine g and all its subtests ended"},
 	OpGo:        {Op: OpGo, Name: "go", Clock: "parent's own counter at the fork (the child's fork row carries it)", Site: "go statement", Doc: "goroutine g (the parent) executed an instrumented go statement; the child may never run"},
+	OpThinned:   {Op: OpThinned, Name: "thinned", Obj: "use rows left out", Clock: "clock", Doc: "the recorder left out repeated uses (same goroutine, site and slot, less than 1<<ThinShift ns apart) since the previous thinned row"},
 }
 
 // Mark reports whether o is a test boundary mark (raw spill file only).

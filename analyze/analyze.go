@@ -98,8 +98,12 @@ func (o Options) params() (plans.Params, error) {
 // (one per conflicting event pair examined), except Candidates.
 type Stats struct {
 	Events int64 // rows read in pass 1, forks included
-	Forks  int64 // fork rows
-	Gos    int64 // go rows (go statements executed)
+	// Thinned counts the use rows the recorder left out (abi.OpThinned:
+	// repeated uses of a slot at a site by a goroutine within about a
+	// millisecond), in ThinnedRows rows.
+	Thinned, ThinnedRows int64
+	Forks                int64 // fork rows
+	Gos                  int64 // go rows (go statements executed)
 	// Unstarted are the go rows with no fork row of the same parent and
 	// counter: goroutines that never ran before the trace ended.
 	Unstarted int
@@ -331,8 +335,17 @@ func (a *analysis) count(c *trace.Batch) {
 			st.Malformed += b
 		case abi.OpFork:
 			st.Forks += k
+		case abi.OpThinned:
+			st.ThinnedRows += k
 		default:
 			st.Malformed += k
+		}
+	}
+	if hist[abi.OpThinned] > 0 {
+		for i, op := range c.Op[:n] {
+			if abi.Op(op) == abi.OpThinned {
+				st.Thinned += int64(c.Obj[i])
+			}
 		}
 	}
 	if hist[abi.OpFork] > 0 {
@@ -606,6 +619,7 @@ func (a *analysis) buildPlan(params plans.Params, meta Meta, opts Options) *plan
 		BinaryHash: opts.BinaryHash,
 		Sites:      meta.Sites,
 		Events:     a.stats.Events,
+		Thinned:    a.stats.Thinned,
 		Created:    time.Now().UTC().Format(time.RFC3339),
 		Tool:       opts.Tool,
 		Truncated:  a.stats.Truncated,

@@ -378,7 +378,7 @@ func TestTruncatedTraceAnalyzesPrefix(t *testing.T) {
 func TestMalformedRowsAreSkipped(t *testing.T) {
 	s := source([]row{
 		initAt(0, 1, 1, 10, 0xA),
-		{5 * ms, 2, 1, 20, 0xA, 9}, // unknown op
+		{5 * ms, 2, 1, 20, 0xA, abi.NumOps}, // unknown op
 		useAt(5*ms, 2, 1, 0, 0xA),  // site 0
 		useAt(6*ms, 2, 1, 20, 0xA),
 	}, 10)
@@ -629,5 +629,25 @@ func TestReorderReleasesBeyondItsBound(t *testing.T) {
 	r.drain(out, true)
 	if r.held != 0 || len(out.Time) != 300 {
 		t.Fatalf("after the final drain: held %d, released %d of 300", r.held, len(out.Time))
+	}
+}
+
+// TestThinnedRowsAreCounted: a thinned row (the recorder's count of
+// repeated uses it left out) is no access: it pairs with nothing and goes
+// into the stats and the plan's provenance.
+func TestThinnedRowsAreCounted(t *testing.T) {
+	s := source([]row{
+		initAt(0, 1, 1, 10, 0xA),
+		useAt(5*ms, 2, 1, 20, 0xA),
+		{6 * ms, 2, 1, 0, 41, abi.OpThinned},
+		{9 * ms, 1, 1, 0, 2, abi.OpThinned},
+	}, 10)
+	p, st, err := Run(context.Background(), s.Opener(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPairs(t, p, "use-before-init 10→20")
+	if st.Thinned != 43 || st.ThinnedRows != 2 || st.Malformed != 0 || p.Provenance.Thinned != 43 {
+		t.Fatalf("stats %+v, provenance thinned %d; want 43 thinned in 2 rows", st, p.Provenance.Thinned)
 	}
 }

@@ -62,6 +62,10 @@ func init() {
 	os.Unsetenv(abi.EnvMode)
 	trace := os.Getenv(abi.EnvTrace)
 	os.Unsetenv(abi.EnvTrace)
+	if os.Getenv(abi.EnvThin) == "off" {
+		record.NoThinning()
+	}
+	os.Unsetenv(abi.EnvThin)
 	if m == abi.ModeDetect || m == abi.ModeDetectRecord {
 		if err := setupDetect(); err != nil {
 			fmt.Fprintf(os.Stderr, "wafl: detect: %v\n", err)

@@ -234,28 +234,38 @@ func TestSubprocessExit(t *testing.T) {
 		<-done
 		Exit(3)
 	}
-	path := filepath.Join(t.TempDir(), "sub.raw")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSubprocessExit$")
-	cmd.Env = append(os.Environ(), "WAFL_RECORD_HELPER=1", abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, path))
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("helper: %v, want exit status 3\n%s", err, out)
-	}
-	evs := readSpill(t, path)
-	var uses, inits, forks int
-	for _, e := range evs {
-		switch e.Op {
-		case abi.OpUse:
-			uses++
-		case abi.OpInit:
-			inits++
-		case abi.OpFork:
-			forks++
+	// The helper's 10,000 uses of one slot at 5 sites take a few
+	// milliseconds: thinning keeps a few and counts the rest in thinned
+	// rows; with WAFL_THIN=off every one is written.
+	for _, thin := range []string{"", "off"} {
+		path := filepath.Join(t.TempDir(), "sub.raw")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSubprocessExit$")
+		cmd.Env = append(os.Environ(), "WAFL_RECORD_HELPER=1", abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, path), abi.Env(abi.EnvThin, thin))
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("helper: %v, want exit status 3\n%s", err, out)
 		}
-	}
-	if uses != 10_000 || inits != 1 || forks != 1 {
-		t.Fatalf("helper recorded %d uses, %d inits, %d forks; want 10000, 1, 1", uses, inits, forks)
+		evs := readSpill(t, path)
+		var uses, thinned, inits, forks int
+		for _, e := range evs {
+			switch e.Op {
+			case abi.OpUse:
+				uses++
+			case abi.OpThinned:
+				thinned += int(e.Obj)
+			case abi.OpInit:
+				inits++
+			case abi.OpFork:
+				forks++
+			}
+		}
+		if uses+thinned != 10_000 || inits != 1 || forks != 1 {
+			t.Fatalf("WAFL_THIN=%q: helper recorded %d uses (%d more thinned), %d inits, %d forks; want 10000 uses, 1, 1", thin, uses, thinned, inits, forks)
+		}
+		if thin == "off" && thinned > 0 || thin == "" && uses > 5_000 {
+			t.Fatalf("WAFL_THIN=%q: %d uses written, %d thinned", thin, uses, thinned)
+		}
 	}
 	for _, tc := range []struct {
 		env  []string
@@ -266,9 +276,10 @@ func TestSubprocessExit(t *testing.T) {
 		{[]string{abi.Env(abi.EnvMode, "bogus")}, abi.ExitRecordSetup, `wafl runtime: WAFL_MODE="bogus"`},
 		{[]string{abi.Env(abi.EnvMode, abi.ModeDetect)}, abi.ExitSetup, "wafl: detect: WAFL_MODE=detect but WAFL_PLAN is not set"},
 	} {
-		cmd = exec.Command(os.Args[0], "-test.run=^$")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), tc.env...)
-		out, err = cmd.CombinedOutput()
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != tc.code || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: %v, want exit status %d and %q\n%s", tc.env, err, tc.code, tc.want, out)
 		}

@@ -265,6 +265,7 @@ func Merge(a, b *Plan) (*Plan, error) {
 		Provenance: a.Provenance,
 	}
 	out.Provenance.Events += b.Provenance.Events
+	out.Provenance.Thinned += b.Provenance.Thinned
 	if a.Provenance.Forks != nil && b.Provenance.Forks != nil {
 		n := *a.Provenance.Forks + *b.Provenance.Forks
 		out.Provenance.Forks = &n

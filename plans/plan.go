@@ -63,8 +63,12 @@ type Provenance struct {
 	BinaryHash string `json:"binary_hash"` // "sha256:<hex>" of the test binary
 	Sites      string `json:"sites"`       // path of the site table
 	Events     int64  `json:"events"`      // events in the trace
-	Created    string `json:"created"`     // RFC 3339
-	Tool       string `json:"tool"`        // wafl version
+	// Thinned counts the use events the recorder left out of the trace:
+	// repeated uses of one slot at one site by one goroutine within
+	// about a millisecond (docs/trace-format.md, thinned rows).
+	Thinned int64  `json:"thinned,omitempty"`
+	Created string `json:"created"` // RFC 3339
+	Tool    string `json:"tool"`    // wafl version
 	// Truncated is set when the trace ended early (the recorder crashed or
 	// was killed) and only its readable prefix was analyzed.
 	Truncated bool `json:"truncated,omitempty"`

@@ -50,14 +50,36 @@ type buffer struct {
 }
 
 type shard struct {
-	cur atomic.Pointer[buffer]
-	mu  sync.Mutex // held to swap cur
-	_   [64 - 16]byte
+	cur     atomic.Pointer[buffer]
+	mu      sync.Mutex   // held to swap cur
+	thinned atomic.Int64 // use rows thinning left out, not yet in a thinned row
+	_       [64 - 24]byte
 }
+
+// Thinning: a use of the same slot at the same site by the same goroutine
+// as a use the recorder wrote in the same aligned interval of
+// 1<<abi.ThinShift ns is left out and counted (a hot loop over one object
+// writes one row a millisecond, not millions). thin holds, per hash of
+// (goroutine, site, slot), the hash's top bits and the interval of the
+// last row written: one atomic load and compare per use, a store when the
+// row is kept. A collision of two keys in a slot only keeps more rows.
+const (
+	thinBits  = 12
+	thinSlots = 1 << thinBits
+	thinTime  = 1<<24 - 1 // the interval's bits in a slot
+)
+
+// thinning is on unless the hook turns it off (abi.EnvThin) before Start.
+var thinning = true
+
+// NoThinning makes the next Start record every use row.
+func NoThinning() { thinning = false }
 
 type recorder struct {
 	shards [numShards]shard
 	path   string
+	thin   *[thinSlots]atomic.Uint64 // nil: thinning off
+	marked atomic.Bool               // Mark was called: thinned rows go before the marks
 
 	mu      sync.Mutex // guards queue, free, closed, writing, armed
 	queue   []*buffer  // sealed buffers in hand-off order
@@ -102,6 +124,9 @@ func Start(path string) error {
 		w:       bufio.NewWriterSize(f, 1<<20),
 		scratch: make([]byte, 0, abi.RawFrameSize+bufEvents*abi.RawRecordSize),
 	}
+	if thinning {
+		r.thin = new([thinSlots]atomic.Uint64)
+	}
 	r.timer = time.AfterFunc(time.Hour, r.tick)
 	r.timer.Stop()
 	if _, err := r.f.Write(abi.AppendRawHeader(nil)); err != nil {
@@ -134,7 +159,8 @@ func Stop() error {
 // that reserves a slot in the current buffer of the goroutine's shard with
 // one compare-and-swap, fills it and publishes it; everything else (no
 // buffer, full, sealed, not recording) goes through add. Without a
-// recording the event is dropped.
+// recording the event is dropped. A use that thinning leaves out (above)
+// is only counted.
 func Add(site uint32, obj unsafe.Pointer, op abi.Op) {
 	r := active.Load()
 	if r == nil {
@@ -142,9 +168,20 @@ func Add(site uint32, obj unsafe.Pointer, op abi.Op) {
 	}
 	g, c := lcc.Current()
 	t := nanotime()
+	si := g % numShards
+	if op == abi.OpUse && r.thin != nil {
+		h := g*0x9E3779B97F4A7C15 ^ uint64(site)*0xC2B2AE3D27D4EB4F ^ uint64(uintptr(obj))*0x165667B19E3779F9
+		h ^= h >> 31
+		v := h&^thinTime | 1<<63 | uint64(t)>>abi.ThinShift&thinTime
+		slot := &r.thin[h&(thinSlots-1)]
+		if slot.Load() == v {
+			r.shards[si].thinned.Add(1)
+			return
+		}
+		slot.Store(v)
+	}
 	// add's first attempt, written out here so that an event costs one
 	// call; the two must reserve and publish slots the same way.
-	si := g % numShards
 	if b := r.shards[si].cur.Load(); b != nil {
 		s := b.state.Load()
 		if s&^countMask == (si+1)<<ownerShift && s&countMask < bufEvents && b.state.CompareAndSwap(s, s+1) {
@@ -196,6 +233,8 @@ func Mark(op abi.Op, id uint64, site uint32) {
 		return
 	}
 	g, c := lcc.Current()
+	r.marked.Store(true)
+	r.addThinned(g, c)
 	r.add(g, nanotime(), g, id, c, site, op)
 	r.sealAll()
 	r.wmu.Lock()
@@ -366,9 +405,30 @@ func (r *recorder) tick() {
 	}
 }
 
+// addThinned writes a thinned row for goroutine g at clock c with the
+// uses left out since the last one, if any.
+func (r *recorder) addThinned(g uint64, c uint32) {
+	var n int64
+	for i := range r.shards {
+		n += r.shards[i].thinned.Swap(0)
+	}
+	if n > 0 {
+		r.add(g, nanotime(), g, uint64(n), c, 0, abi.OpThinned)
+	}
+}
+
 // stop closes the recorder: later events are dropped, everything sealed
 // is written, and the file is closed.
 func (r *recorder) stop() {
+	if !r.marked.Load() {
+		// Without test marks the file is one run's: the count goes at
+		// its end. With marks, each test's count went before its end
+		// mark, and a row here would be the epilogue's, which wafl copies
+		// into every test's trace: what was thinned after the last test
+		// is not counted.
+		g, c := lcc.Current()
+		r.addThinned(g, c)
+	}
 	r.mu.Lock()
 	r.closed = true
 	r.armed = false

@@ -277,6 +277,38 @@ func BenchmarkAddNullSink(b *testing.B) {
 	}
 }
 
+// BenchmarkAddThinned: thinning on, every use of the same (goroutine,
+// site, slot): all but one a millisecond are counted, not written.
+func BenchmarkAddThinned(b *testing.B) { benchAddThin(b, 1) }
+
+// BenchmarkAddThinKept: thinning on, each use of another slot (a cycle of
+// 1<<14, more than the thinning table holds): every use is written, after
+// the thinning check.
+func BenchmarkAddThinKept(b *testing.B) { benchAddThin(b, 1<<14) }
+
+func benchAddThin(b *testing.B, slots int) {
+	if _, err := os.Stat(os.DevNull); err != nil {
+		b.Skip("no", os.DevNull)
+	}
+	thinning = true
+	defer func() { thinning = false }()
+	if err := Start(os.DevNull); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := Stop(); err != nil {
+			b.Error(err)
+		}
+	})
+	xs := make([]int, slots)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		Add(1, unsafe.Pointer(&xs[i&(slots-1)]), abi.OpUse)
+		i++
+	}
+}
+
 // BenchmarkNow measures the clock every event is stamped with (nanotime).
 func BenchmarkNow(b *testing.B) {
 	b.ReportAllocs()
@@ -317,5 +349,66 @@ func TestNoResidentGoroutine(t *testing.T) {
 	}
 	if r := active.Load(); r == nil || r.isClosed() {
 		t.Fatal("recording stopped")
+	}
+}
+
+// TestThinning: repeated uses of one slot at one site by one goroutine
+// within an interval of 1<<abi.ThinShift ns are left out and counted in a
+// thinned row (written at the next mark, or at Stop); another goroutine's,
+// another site's and another slot's uses, and inits and disposes, are
+// kept; every use is either written or counted.
+func TestThinning(t *testing.T) {
+	thinning = true
+	defer func() { thinning = false }()
+	path := startTemp(t)
+	var x, y int
+	const n = 1000
+	for range n {
+		Add(1, unsafe.Pointer(&x), abi.OpUse)
+		Add(2, unsafe.Pointer(&x), abi.OpUse)
+		Add(1, unsafe.Pointer(&y), abi.OpUse)
+		Add(3, unsafe.Pointer(&x), abi.OpInit)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lcc.Adopt(lcc.Fork())
+		for range n {
+			Add(1, unsafe.Pointer(&x), abi.OpUse)
+		}
+	}()
+	wg.Wait()
+	Mark(abi.OpTestEnd, abi.TestID("TestThinning"), 0)
+	if err := Stop(); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[[2]uint64]int{} // (site, goroutine) → use rows
+	gs := map[uint64]bool{}
+	var uses, thinned, inits, thinRows int
+	for _, e := range readSpill(t, path) {
+		switch e.Op {
+		case abi.OpUse:
+			uses++
+			kept[[2]uint64{uint64(e.Site), e.Obj}]++
+			gs[e.G] = true
+		case abi.OpThinned:
+			thinned += int(e.Obj)
+			thinRows++
+		case abi.OpInit:
+			inits++
+		}
+	}
+	if uses+thinned != 4*n {
+		t.Fatalf("%d uses written and %d thinned, want %d in all", uses, thinned, 4*n)
+	}
+	if inits != n {
+		t.Fatalf("%d inits written, want all %d", inits, n)
+	}
+	if thinned == 0 || thinRows != 1 {
+		t.Fatalf("%d uses thinned in %d thinned rows; want some, in the row before the mark", thinned, thinRows)
+	}
+	if len(kept) != 3 || len(gs) != 2 {
+		t.Fatalf("uses kept for (site, slot) %v and goroutines %v: want each of the 3 pairs and both goroutines", kept, gs)
 	}
 }

@@ -144,6 +144,9 @@ func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, 
 			more += fmt.Sprintf(" (%d more left out)", stats.StaticLeft)
 		}
 	}
+	if stats.Thinned > 0 {
+		more += fmt.Sprintf("; %d repeated uses thinned", stats.Thinned)
+	}
 	return fmt.Sprintf("%s, %s at %s (%s%s)", plural(int(stats.Events), "event", "events"),
 		plural(stats.Candidates, "candidate pair", "candidate pairs"), plural(stats.Locations, "location", "locations"),
 		d.Round(time.Millisecond), more), nil

@@ -20,15 +20,15 @@ func TestConvertRecording(t *testing.T) {
 	}
 	lcc.Enable()
 	defer lcc.Disable()
-	var x [3]int
+	var x [1001]int // a slot per use: the recorder thins repeated uses of one
 	tok := lcc.Fork()
 	done := make(chan struct{})
 	go func() {
 		if e, ok := lcc.Adopt(tok); ok {
 			record.AddFork(e)
 		}
-		for range 1000 {
-			record.Add(2, unsafe.Pointer(&x[1]), abi.OpUse)
+		for i := range 1000 {
+			record.Add(2, unsafe.Pointer(&x[i+1]), abi.OpUse)
 		}
 		close(done)
 	}()

@@ -39,6 +39,7 @@ func main() {
 	link := flag.String("link", "../bench/scripts/hunt/results", "the results directory as seen from the document")
 	work := flag.String("work", filepath.Join(os.TempDir(), "wafl-hunt"), "work directory (kept for diagnosis: module copies, wafl work dirs, outputs)")
 	wafl := flag.String("wafl", "../bin/wafl", "wafl binary, built from the git work tree it is in (whose last commit of wafl's Go code the results record)")
+	commit := flag.String("commit", "", "the wafl commit the results record, for a binary outside a git work tree (default: the work tree's HEAD)")
 	force := flag.Bool("force", false, "run modules that already have a stored result again")
 	render := flag.Bool("render", false, "only rewrite the document from the stored results")
 	reclassify := flag.Bool("reclassify", false, "derive the reports, broken tests and wafl errors of the stored results again (from their wafl work directories under -work), then rewrite the document")
@@ -125,11 +126,14 @@ func main() {
 		writeDoc()
 		return
 	}
-	l, err := fieldruns.NewLabel(ctx, "wafl", *wafl, "")
+	l, err := fieldruns.NewLabel(ctx, "wafl", *wafl, *commit)
 	if err != nil {
 		fail(fmt.Errorf("%v (build it: cd .. && go build -o bin/wafl ./cmd/wafl)", err))
 	}
 	o.Wafl, o.WaflSource = l, hunt.SourceCommit(filepath.Dir(l.Binary))
+	if *commit != "" {
+		o.WaflSource = *commit
+	}
 	inv.Commit = o.WaflSource
 
 	start := time.Now()

@@ -68,6 +68,10 @@ type applier struct {
 	ed     *edits
 	clones map[ast.Expr]dst.Expr // pristine copies of stored-to slots, by original slot
 	temp   int                   // number of the last _wafl_v temporary
+	// before: per statement of a statement list being rewritten (the
+	// innermost last), the statements to insert before it (ctxLit's token)
+	before [][]dst.Stmt
+	tok    int // number of the last _wafl_tN token variable
 }
 
 // apply carries out ed on df, which dec decorated from the file ed was
@@ -81,6 +85,9 @@ func apply(fset *token.FileSet, dec *decorator.Decorator, df *dst.File, ed *edit
 // their own subexpressions are rewritten: in s.p.q = v with a use of s.p,
 // the store hook takes &s.p.q, not &(*_waflUse(…, &s.p)).q.
 func (ap *applier) pre(c *dstutil.Cursor) bool {
+	if _, ok := c.Node().(dst.Stmt); ok && c.Index() >= 0 {
+		ap.before = append(ap.before, nil)
+	}
 	ap.preChecks(c.Node())
 	ap.preEntries(c.Node()) // entries.go
 	s, ok := ap.nodes[c.Node()].(*ast.AssignStmt)
@@ -100,6 +107,13 @@ func (ap *applier) pre(c *dstutil.Cursor) bool {
 // post replaces a node, whose children are already rewritten, by the
 // result of its actions.
 func (ap *applier) post(c *dstutil.Cursor) bool {
+	if _, ok := c.Node().(dst.Stmt); ok && c.Index() >= 0 {
+		k := len(ap.before) - 1
+		for _, st := range ap.before[k] {
+			c.InsertBefore(st)
+		}
+		ap.before = ap.before[:k]
+	}
 	n := c.Node()
 	a := ap.nodes[n]
 	if a == nil {
@@ -152,8 +166,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 	case actAtomicStore:
 		return atomicStore(act, n.(*dst.CallExpr))
 	case actCtx:
-		if lit, ok := n.(*dst.FuncLit); ok && act.op == hCtxT {
-			return ctxLit(lit)
+		if lit, ok := n.(*dst.FuncLit); ok && act.op == hCtxT && len(ap.before) > 0 {
+			return ap.ctxLit(lit, a)
 		}
 		return call(act.op, n.(dst.Expr))
 	case actWaitGroup:
@@ -313,28 +327,26 @@ func (ap *applier) goStmt(act action, a *ast.GoStmt, n *dst.GoStmt) dst.Stmt {
 }
 
 // ctxLit carries the creation context of a function literal passed to
-// t.Run (or b.Run) without a wrapper: a wrapper would be one more frame of
-// the test package between the testing package and the subtest function,
-// which tests that inspect their own stack see. The literal takes the
-// token from a closure that is called where the literal was:
+// t.Run (or b.Run) without a wrapper and without moving the literal: a
+// wrapper would be one more frame of the test package between the testing
+// package and the subtest function, and a literal inside another literal
+// gets another name (TestX.func2 becomes TestX.func2.1), both of which
+// tests that inspect their own stack or function names see. The token is
+// taken in a statement before the one the literal is in:
 //
-//	func(_wafl_t _waflToken) func(t *testing.T) {
-//		return func(t *testing.T) { _waflCtxAdopt(_wafl_t); ... }
-//	}(_waflCtxFork())
-func ctxLit(lit *dst.FuncLit) dst.Expr {
-	adopt := &dst.ExprStmt{X: call(hCtxAdopt, dst.NewIdent(tokenVar))}
+//	_wafl_t1 := _waflCtxFork()
+//	t.Run("name", func(t *testing.T) { _waflCtxAdopt(_wafl_t1); ... })
+func (ap *applier) ctxLit(lit *dst.FuncLit, a ast.Node) dst.Expr {
+	ap.tok++
+	name := tokenVar + strconv.Itoa(ap.tok)
+	adopt := &dst.ExprStmt{X: call(hCtxAdopt, dst.NewIdent(name))}
 	lit.Body.List = append([]dst.Stmt{adopt}, lit.Body.List...)
-	result := dst.Clone(lit.Type).(*dst.FuncType)
-	result.Decs = dst.FuncTypeDecorations{}
-	outer := &dst.FuncLit{
-		Type: &dst.FuncType{
-			Func:    true,
-			Params:  &dst.FieldList{List: []*dst.Field{{Names: []*dst.Ident{dst.NewIdent(tokenVar)}, Type: dst.NewIdent(hToken)}}},
-			Results: &dst.FieldList{List: []*dst.Field{{Type: result}}},
-		},
-		Body: &dst.BlockStmt{List: []dst.Stmt{&dst.ReturnStmt{Results: []dst.Expr{lit}}}},
-	}
-	return &dst.CallExpr{Fun: outer, Args: []dst.Expr{call(hCtxFork)}}
+	fork := &dst.AssignStmt{Lhs: []dst.Expr{dst.NewIdent(name)}, Tok: token.DEFINE, Rhs: []dst.Expr{call(hCtxFork)}}
+	fork.Decs.Before, fork.Decs.After = dst.NewLine, dst.NewLine
+	fork.Decs.Start.Append(marker(ap.fset, a.Pos()))
+	k := len(ap.before) - 1
+	ap.before[k] = append(ap.before[k], fork)
+	return lit
 }
 
 // wrapTestMain renames a user TestMain and adds

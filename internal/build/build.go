@@ -406,7 +406,7 @@ func goflags(env []string) string {
 // table.
 func (b *builder) built(u *unit, bin string, alloc *instrument.SiteAlloc, took time.Duration) {
 	table := &sites.Table{Package: u.pkg.ImportPath, Sites: alloc.Sites()}
-	sitesPath := strings.TrimSuffix(bin, ".test") + ".sites.json"
+	sitesPath := sitesPathFor(bin)
 	if err := table.Save(sitesPath); err != nil {
 		u.pkg.Err = err
 		return
@@ -418,6 +418,9 @@ func (b *builder) built(u *unit, bin string, alloc *instrument.SiteAlloc, took t
 // goCmd runs the go command and returns its stdout. The error carries the
 // command's stderr (the compiler's messages), or wraps the failure to run
 // it when there is none.
+// sitesPathFor is the path of the site table beside test binary bin.
+func sitesPathFor(bin string) string { return strings.TrimSuffix(bin, ".test") + ".sites.json" }
+
 func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir

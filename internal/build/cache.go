@@ -341,27 +341,38 @@ func reuseBuild(ws *workdir.Dir, fp string) *buildState {
 	return &st
 }
 
-// saveBuild saves the result of a build in which no package failed, under
-// fingerprint fp; after any failure it removes the saved state, so that
-// the next run builds again.
-func saveBuild(ws *workdir.Dir, fp string, res *Result, hashes map[string]string) {
-	path := ws.BuildStatePath()
-	st := buildState{Fingerprint: fp, Sites: res.Sites}
+// newBuildState returns the saved form of build res under fingerprint fp
+// with the binaries' hashes, or nil when a package failed (or has no
+// hash): such a build is neither reused nor stored.
+func newBuildState(fp string, res *Result, hashes map[string]string) *buildState {
+	st := &buildState{Fingerprint: fp, Sites: res.Sites}
 	for _, p := range res.Packages {
 		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, NoDelay: p.NoDelay, Skipped: p.Skipped}
 		switch {
 		case errors.Is(p.Err, ErrNoTestFiles):
 			bp.NoTestFiles = true
 		case p.Err != nil || hashes[p.ImportPath] == "":
-			os.Remove(path)
-			return
+			return nil
 		default:
 			bp.Binary, bp.Sites, bp.Hash = p.Binary, p.Sites, hashes[p.ImportPath]
 			bp.Files, bp.NumSites = p.Files, p.NumSites
 		}
 		st.Packages = append(st.Packages, bp)
 	}
-	data, err := json.MarshalIndent(&st, "", "  ")
+	return st
+}
+
+// saveBuild saves the result of a build in which no package failed, under
+// fingerprint fp; after any failure it removes the saved state, so that
+// the next run builds again.
+func saveBuild(ws *workdir.Dir, fp string, res *Result, hashes map[string]string) {
+	path := ws.BuildStatePath()
+	st := newBuildState(fp, res, hashes)
+	if st == nil {
+		os.Remove(path)
+		return
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return
 	}

@@ -2,7 +2,6 @@ package build
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,30 +73,28 @@ func toStore(root, fp, work string, res *Result, hashes map[string]string) {
 	if _, err := os.Stat(dir); err == nil {
 		return
 	}
-	st := buildState{Fingerprint: fp, Sites: res.Sites}
+	st := newBuildState(fp, res, hashes)
+	if st == nil {
+		return
+	}
+	// The files go into the entry as p<i>.*; each binary keeps its path
+	// relative to the work directory, where fromStore puts it back.
 	type file struct{ src, name string }
 	var files []file
-	for i, p := range res.Packages {
-		bp := &builtPackage{ImportPath: p.ImportPath, Dir: p.Dir, Tests: p.Tests, NoDelay: p.NoDelay, Skipped: p.Skipped}
-		switch {
-		case errors.Is(p.Err, ErrNoTestFiles):
-			bp.NoTestFiles = true
-		case p.Err != nil || hashes[p.ImportPath] == "":
-			return
-		default:
-			rel, err := filepath.Rel(work, p.Binary)
-			if err != nil || !filepath.IsLocal(rel) {
-				return
-			}
-			base := "p" + strconv.Itoa(i)
-			bp.Binary, bp.Sites, bp.Rel = base+".test", base+".sites.json", rel
-			bp.Hash, bp.Files, bp.NumSites = hashes[p.ImportPath], p.Files, p.NumSites
-			files = append(files, file{p.Binary, bp.Binary}, file{p.Sites, bp.Sites})
-			if _, err := os.Stat(reach.PathFor(p.Sites)); err == nil {
-				files = append(files, file{reach.PathFor(p.Sites), reach.PathFor(bp.Sites)})
-			}
+	for i, bp := range st.Packages {
+		if bp.NoTestFiles {
+			continue
 		}
-		st.Packages = append(st.Packages, bp)
+		rel, err := filepath.Rel(work, bp.Binary)
+		if err != nil || !filepath.IsLocal(rel) {
+			return
+		}
+		base := "p" + strconv.Itoa(i)
+		files = append(files, file{bp.Binary, base + ".test"}, file{bp.Sites, base + ".sites.json"})
+		if src := reach.PathFor(bp.Sites); fileExists(src) {
+			files = append(files, file{src, reach.PathFor(base + ".sites.json")})
+		}
+		bp.Binary, bp.Sites, bp.Rel = base+".test", base+".sites.json", rel
 	}
 	if len(st.Packages) == 0 || os.MkdirAll(root, 0o755) != nil {
 		return
@@ -112,7 +109,7 @@ func toStore(root, fp, work string, res *Result, hashes map[string]string) {
 			return
 		}
 	}
-	if writeJSON(filepath.Join(tmp, "state.json"), &st) != nil || os.Rename(tmp, dir) != nil {
+	if writeJSON(filepath.Join(tmp, "state.json"), st) != nil || os.Rename(tmp, dir) != nil {
 		return
 	}
 	trimStore(root, storeEntries)
@@ -153,7 +150,7 @@ func fromStore(root, fp, work string) (*Result, map[string]string) {
 			continue
 		}
 		bin := filepath.Join(work, bp.Rel)
-		sitesPath := strings.TrimSuffix(bin, ".test") + ".sites.json" // as built (build.go)
+		sitesPath := sitesPathFor(bin)
 		if linkFile(filepath.Join(dir, bp.Binary), bin) != nil || linkFile(filepath.Join(dir, bp.Sites), sitesPath) != nil {
 			return nil, nil
 		}

@@ -11,19 +11,13 @@ import (
 	"time"
 )
 
-// TestBuildReusedWhenNothingChanged: a second build of an unchanged module
-// reuses the first one's binaries; an edited source file, a changed test
-// binary, a failed package and WAFL_REBUILD=1 each make it build again.
-func TestBuildReusedWhenNothingChanged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds test binaries")
-	}
-	t.Setenv("WAFL_BUILD_STORE", t.TempDir())
-	dir := t.TempDir()
-	// Files get modification times in the past, each its own: a file
-	// modified within the build cache's racy window (internal/build) makes the build not saved.
+// pastWriter returns a function that writes a file into dir with a
+// modification time an hour ago, each later than the last: a file
+// modified within the build cache's racy window (internal/build) makes the
+// build not saved.
+func pastWriter(t *testing.T, dir string) func(name, data string) {
 	past := time.Now().Add(-time.Hour)
-	write := func(name, data string) {
+	return func(name, data string) {
 		t.Helper()
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -37,6 +31,19 @@ func TestBuildReusedWhenNothingChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestBuildReusedWhenNothingChanged: a second build of an unchanged module
+// reuses the first one's binaries; an edited source file, a changed test
+// binary, a failed package and WAFL_REBUILD=1 each make it build again.
+func TestBuildReusedWhenNothingChanged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test binaries")
+	}
+	t.Setenv("WAFL_BUILD_STORE", t.TempDir())
+	dir := t.TempDir()
+	write := pastWriter(t, dir)
+	past := time.Now().Add(-30 * time.Minute) // for changing only a modification time, later than every write
 	write("go.mod", "module example.com/bc\n\ngo 1.22\n")
 	write("a/a.go", "package a\n\ntype S struct{ p *int }\n\nfunc (s *S) Get() int { return *s.p }\n")
 	write("a/a_test.go", "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) { s := &S{p: new(int)}; _ = s.Get() }\n")
@@ -122,21 +129,7 @@ func TestBuildStoreAcrossWorkDirs(t *testing.T) {
 	store := t.TempDir()
 	t.Setenv("WAFL_BUILD_STORE", store)
 	dir := t.TempDir()
-	past := time.Now().Add(-time.Hour)
-	write := func(name, data string) {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		past = past.Add(time.Second)
-		if err := os.Chtimes(path, past, past); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := pastWriter(t, dir)
 	write("go.mod", "module example.com/st\n\ngo 1.22\n")
 	write("a/a.go", "package a\n\ntype S struct{ p *int }\n\nfunc (s *S) Get() int { return *s.p }\n")
 	write("a/a_test.go", "package a\n\nimport (\n\t_ \"embed\"\n\t\"testing\"\n)\n\n//go:embed testdata/want.txt\nvar want string\n\nfunc TestA(t *testing.T) { s := &S{p: new(int)}; _ = s.Get(); _ = want }\n")

@@ -60,19 +60,25 @@ func TestLate(t *testing.T) {
 }
 `
 
+// writeFiles writes files (name → content) into dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestLearnWhenPlanHasNoCandidates: detect makes a recording run for a
 // plan without candidates, merges what it finds, and the detection run
 // that follows exposes the bug.
 func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
 	dir := t.TempDir()
-	for name, data := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"go.mod":       "module example.com/late\n\ngo 1.22\n",
 		"late_test.go": lateSrc,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	o := DetectOptions{
 		PrepareOptions: PrepareOptions{
 			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
@@ -123,7 +129,7 @@ func TestLearnOnlyLate(t *testing.T) {
 	lateB := strings.ReplaceAll(strings.ReplaceAll(lateSrc, "TestLate", "TestLateB"), "runs.txt", "runsB.txt")
 	lateB = lateB[strings.Index(lateB, "func runs"):]
 	lateB = strings.ReplaceAll(strings.ReplaceAll(lateB, "func runs(", "func runsB("), "runs(t)", "runsB(t)")
-	for name, data := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"go.mod":    "module example.com/late\n\ngo 1.22\n",
 		"a_test.go": lateA,
 		"b_test.go": "package late\n\nimport (\n\t\"os\"\n\t\"strconv\"\n\t\"testing\"\n\t\"time\"\n)\n\n" + lateB,
@@ -151,11 +157,7 @@ func TestOnTime(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 }
 `,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	o := DetectOptions{
 		PrepareOptions: PrepareOptions{
 			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
@@ -200,7 +202,7 @@ func TestOnTime(t *testing.T) {
 // goroutine to miss, and a recording run per detect would be pure cost.
 func TestNoLearningWithoutForks(t *testing.T) {
 	dir := t.TempDir()
-	for name, data := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"go.mod": "module example.com/seq\n\ngo 1.22\n",
 		"seq_test.go": `package seq
 
@@ -214,11 +216,7 @@ func TestSeq(t *testing.T) {
 	s.p = nil
 }
 `,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	o := DetectOptions{
 		PrepareOptions: PrepareOptions{
 			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
@@ -289,14 +287,10 @@ func TestTwo(t *testing.T) {
 // as found by a detection run.
 func TestDetectionRunsLearn(t *testing.T) {
 	dir := t.TempDir()
-	for name, data := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"go.mod":      "module example.com/two\n\ngo 1.22\n",
 		"two_test.go": twoSrc,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	o := DetectOptions{
 		PrepareOptions: PrepareOptions{
 			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
@@ -416,11 +410,7 @@ func TestHangs(t *testing.T) {
 }
 `
 	dir := t.TempDir()
-	for name, data := range map[string]string{"go.mod": "module example.com/hang\n\ngo 1.22\n", "hang_test.go": src} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, map[string]string{"go.mod": "module example.com/hang\n\ngo 1.22\n", "hang_test.go": src})
 	o := DetectOptions{
 		PrepareOptions: PrepareOptions{
 			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},

@@ -167,6 +167,9 @@ func checkTests(t *pipeline.Tests) error {
 	if t.Parallel < 1 {
 		return usageError{fmt.Errorf("--parallel %d: must be at least 1", t.Parallel)}
 	}
+	if t.Procs < 1 {
+		return usageError{fmt.Errorf("--procs %d: must be at least 1", t.Procs)}
+	}
 	for _, f := range []struct{ name, pattern string }{{"--run", t.Run}, {"--skip", t.Skip}} {
 		// As the testing package does: one regular expression per level
 		// of subtests, split at slashes outside brackets and parentheses.
@@ -188,6 +191,7 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f.StringVar(&t.Skip, "skip", "", "skip tests matching this regular expression (as go test -skip)")
 	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
 	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "packages whose tests run at once (a package's tests run one after another, as go test runs them)")
+	f.IntVar(&t.Procs, "procs", pipeline.DefaultProcs(), "most test processes at once: beyond --parallel, more of a package's tests start while a CPU is idle, and a run that fails beside another runs again alone (--procs 1: a package's tests one after another, as go test)")
 	f.Var(shardValue{&t.Shard}, "shard", "run only shard I of N of the tests (deterministic split; combine with 'wafl merge')")
 	f.BoolVar(&t.RetryFailing, "retry-failing", false, "run tests that failed or hung without delays on this build again (default: remembered and skipped)")
 	f.BoolVar(&t.Short, "short", false, "tell long-running tests to shorten their run time (as go test -short)")

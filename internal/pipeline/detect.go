@@ -49,6 +49,7 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		packages: &o.Packages,
 		tests:    &o.Tests,
 		phase:    "detect",
+		spread:   true,
 		before: func(ctx context.Context, s *session, jobs []job) {
 			s.learned = learnPackages(ctx, s, &o, jobs) // learn.go
 		},
@@ -391,7 +392,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	}
 	sub, skip := o.subtestArgs()
 	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
-	res, err := tr.Start(ctx)
+	res, err := s.start(ctx, j.pkg, tr, logPath, crashPath, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -87,13 +87,13 @@ func learn(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans
 	}
 	os.Remove(raw)
 	sub, skip := o.subtestArgs()
-	res, err := testrun.Run{
+	res, err := s.start(ctx, j.pkg, testrun.Run{
 		Sub: sub, Skip: skip, Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test,
 		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 		Timeout: o.Timeout,
 		Output:  s.ws.LogPath(pkg, test, "learn"+strconv.Itoa(n)+".log"),
 		Extra:   o.binaryArgs(),
-	}.Start(ctx)
+	}, raw)
 	if err != nil {
 		return nil, "", err
 	}
@@ -175,19 +175,23 @@ func learnPackages(ctx context.Context, s *session, o *DetectOptions, jobs []job
 		if len(learn) == 0 {
 			return
 		}
-		acc, err := learnPackage(ctx, s, o, learn, plansOf)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.prog.Printf("wafl: %s: the shared recording run of %s failed, each learns alone: %v\n",
-					learn[0].pkg.ImportPath, plural(len(learn), "test", "tests"), err)
+		chunks := chunk(learn, s.gate)
+		spread(ctx, s.gate, chunkNames(len(chunks)), func(name string) {
+			c := chunks[chunkIndex(name)]
+			acc, err := learnPackage(ctx, s, o, c, plansOf, name)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.prog.Printf("wafl: %s: the shared recording run of %s failed, each learns alone: %v\n",
+						c[0].pkg.ImportPath, plural(len(c), "test", "tests"), err)
+				}
+				return
 			}
-			return
-		}
-		mu.Lock()
-		for j, a := range acc {
-			out[j] = a
-		}
-		mu.Unlock()
+			mu.Lock()
+			for j, a := range acc {
+				out[j] = a
+			}
+			mu.Unlock()
+		})
 	})
 	return out
 }
@@ -195,27 +199,27 @@ func learnPackages(ctx context.Context, s *session, o *DetectOptions, jobs []job
 // learnPackage runs the tests js of one package in one recording process
 // and merges what each test's part of the trace shows into its plan
 // (plansOf, by test).
-func learnPackage(ctx context.Context, s *session, o *DetectOptions, js []job, plansOf map[string]*plans.Plan) (map[job]string, error) {
+func learnPackage(ctx context.Context, s *session, o *DetectOptions, js []job, plansOf map[string]*plans.Plan, name string) (map[job]string, error) {
 	pkg := js[0].pkg
 	ip := pkg.ImportPath
 	tests := make([]string, len(js))
 	for i, j := range js {
 		tests[i] = j.test
 	}
-	raw := s.ws.RawTracePath(ip, pkgRunName)
+	raw := s.ws.RawTracePath(ip, name)
 	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
 		return nil, err
 	}
 	os.Remove(raw)
 	defer os.Remove(raw)
 	sub, skip := o.subtestArgs()
-	res, err := testrun.Run{
+	res, err := s.start(ctx, pkg, testrun.Run{
 		Sub: sub, Skip: skip, Binary: pkg.Binary, Dir: pkg.Dir, Tests: tests,
 		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 		Timeout: o.Timeout,
-		Output:  s.ws.LogPath(ip, pkgRunName, "learn.log"),
+		Output:  s.ws.LogPath(ip, name, "learn.log"),
 		Extra:   o.binaryArgs(),
-	}.Start(ctx)
+	}, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,10 @@ type Tests struct {
 	Run, Skip string
 	Timeout   time.Duration // per test run; a run that takes longer is killed (default DefaultTimeout)
 	Parallel  int           // packages whose tests run at once, a package's tests one after another (default 1)
+	// Procs is the most test processes that run at once: beyond
+	// Parallel, more of a package's tests start while a CPU is idle
+	// (gate.go). At most Parallel: none beyond them.
+	Procs int
 	// RetryFailing runs tests that failed or hung without delays on the
 	// same build again (by default they are remembered and skipped).
 	RetryFailing bool

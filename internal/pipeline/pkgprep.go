@@ -33,7 +33,7 @@ const pkgRunName = "_package"
 // pkgRun is the outcome of one package run.
 type pkgRun struct {
 	kept  map[string]bool // tests whose split trace is used
-	stats *split.Stats
+	tests map[string]*split.TestStats
 	load  float64 // loadFactor before the run
 	// analyzed are the kept tests' accounts, analyzed right after the
 	// run while the other packages still run (preparedInPackage).
@@ -73,13 +73,7 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 		if len(pj.tests) < 2 {
 			return // one test: its run alone is the package run
 		}
-		pr, err := runPackage(ctx, s, o, pj.pkg, pj.tests)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.prog.Printf("wafl: %s: the tests' shared preparation run failed, each runs alone: %v\n", pj.pkg.ImportPath, err)
-			}
-			return
-		}
+		pr := runChunks(ctx, s, o, pj.pkg, pj.tests)
 		if ctx.Err() != nil {
 			// Interrupted: the tests that finished before it keep their
 			// plans, analyzed now (the workflow starts no more tests).
@@ -104,11 +98,59 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 	return runs
 }
 
-// runPackage runs tests of pkg in one recording process and splits its
-// spill file into the tests' raw traces.
-func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string) (*pkgRun, error) {
+// runChunks runs the package run of pkg's tests: one process, or, when
+// the gate may admit processes beside the workers', the tests cut into
+// chunks in their order, one chunk after another and more at once while
+// CPUs are idle (gate.go). A test that failed, hung or crashed in its
+// chunk runs again alone afterwards, as in a package run of one process.
+func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string) *pkgRun {
+	chunks := chunk(tests, s.gate)
+	pr := &pkgRun{kept: map[string]bool{}, tests: map[string]*split.TestStats{}, load: loadFactor()}
+	var mu sync.Mutex
+	spread(ctx, s.gate, chunkNames(len(chunks)), func(name string) {
+		i := chunkIndex(name)
+		p := &pkg.procs
+		seq, ov := p.begin()
+		done := s.gate.count()
+		c, err := runPackage(ctx, s, o, pkg, chunks[i], name)
+		peak := done()
+		ov = p.end(seq, ov)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.prog.Printf("wafl: %s: the tests' shared preparation run failed, each runs alone: %v\n", pkg.ImportPath, err)
+			}
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for t, ts := range c.tests {
+			pr.tests[t] = ts
+		}
+		alone := 0
+		for _, t := range chunks[i] {
+			if c.kept[t] {
+				pr.kept[t] = true
+			} else if ov {
+				alone++
+			}
+		}
+		s.sum.add(func(s *Summary) {
+			s.Procs++
+			s.Peak = max(s.Peak, peak)
+			if ov {
+				s.Beside++
+				s.Alone += alone
+			}
+		})
+	})
+	return pr
+}
+
+// runPackage runs tests of pkg in one recording process named name and
+// splits its spill file into the tests' raw traces.
+func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string, name string) (*pkgRun, error) {
 	ip := pkg.ImportPath
-	raw := s.ws.RawTracePath(ip, pkgRunName)
+	raw := s.ws.RawTracePath(ip, name)
 	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
 		return nil, err
 	}
@@ -124,7 +166,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 		Tests:   tests,
 		Env:     []string{abi.Env(abi.EnvMode, abi.ModeRecord), abi.Env(abi.EnvTrace, raw)},
 		Timeout: o.Timeout,
-		Output:  s.ws.LogPath(ip, pkgRunName, "prepare.log"),
+		Output:  s.ws.LogPath(ip, name, "prepare.log"),
 		Extra:   o.binaryArgs(),
 	}.Start(ctx)
 	if err != nil && !(ctx.Err() != nil && res.Output != "") {
@@ -143,7 +185,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 	if err != nil {
 		return nil, err
 	}
-	pr.stats = st
+	pr.tests = st.Tests
 	// The goroutine a crash happened on, when the run crashed: its test
 	// runs again alone, and so does every test when no test owns it.
 	crashed, all := "", false
@@ -186,7 +228,7 @@ func keepFinished(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBu
 // test j, which passed there.
 func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job, pr *pkgRun) (string, error) {
 	s.sum.add(func(s *Summary) { s.Tests++ })
-	ts := pr.stats.Tests[j.test]
+	ts := pr.tests[j.test]
 	more := ", package run"
 	if ts.Late > 0 {
 		more += fmt.Sprintf("; %s of goroutines that outlived the test dropped", plural(int(ts.Late), "event", "events"))

@@ -79,7 +79,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 	}
 	sub, skip := o.subtestArgs()
 	load := loadFactor()
-	res, err := testrun.Run{
+	res, err := s.start(ctx, j.pkg, testrun.Run{
 		Sub:     sub,
 		Skip:    skip,
 		Binary:  j.pkg.Binary,
@@ -89,7 +89,7 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		Timeout: o.Timeout,
 		Output:  s.ws.LogPath(pkg, test, "prepare.log"),
 		Extra:   o.binaryArgs(),
-	}.Start(ctx)
+	}, raw)
 	if err != nil {
 		return "", err
 	}

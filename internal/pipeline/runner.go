@@ -21,6 +21,7 @@ type pkgBuild struct {
 	*ibuild.Package
 	hash  string   // "sha256:<hex>" of the binary
 	tests []string // tests selected by --run/--skip
+	procs pkgProcs // its test processes running now (session.start)
 }
 
 // job is one test of one package.
@@ -52,6 +53,9 @@ type workflow struct {
 	// before, if set, runs in the phase before the tests, on all of them
 	// (prepare's package runs, pkgprep.go).
 	before func(ctx context.Context, s *session, jobs []job)
+	// spread lets the tests of a package run side by side while CPUs are
+	// idle (gate.go); each test's runs go through session.start.
+	spread bool
 }
 
 // testFunc runs one test of a workflow. It returns the number of bugs it
@@ -76,6 +80,8 @@ type session struct {
 	// learned are the accounts of the tests detect's package recording
 	// runs learned for (learn.go).
 	learned map[job]string
+	// gate admits test processes beyond the workers' (gate.go).
+	gate *gate
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the
@@ -104,6 +110,9 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		w.tests.defaults()
 	}
 	s := &session{ws: ws, sum: new(Summary), unlock: unlock}
+	if w.tests != nil {
+		s.gate = newGate(w.tests.Parallel, w.tests.Procs)
+	}
 	if s.pkgs, err = build(ctx, w.common, w.packages, w.tests, ws, s.sum); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w while building the test binaries; nothing was run", ErrInterrupted)
@@ -131,9 +140,11 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		s.prog.Begin(w.phase, len(jobs))
 		// One package's tests run one after another, as go test runs
 		// them: tests of a package may share fixed ports and files;
-		// packages run Parallel at a time.
+		// packages run Parallel at a time. With spread, more of a
+		// package's tests start beside them while CPUs are idle, and a
+		// run that fails beside another runs again alone (gate.go).
 		return forEach(ctx, w.tests.Parallel, byPackage(jobs), func(js []job) {
-			for _, j := range js {
+			each := func(j job) {
 				if ctx.Err() != nil {
 					return
 				}
@@ -149,6 +160,13 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 					bugs = 0
 				}
 				s.prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, note)
+			}
+			if w.spread {
+				spread(ctx, s.gate, longestFirst(s, js), each)
+				return
+			}
+			for _, j := range js {
+				each(j)
 			}
 		})
 	})

@@ -68,9 +68,13 @@ type Summary struct {
 	// of static pairs (tried), StaticPlans the plans with static pairs
 	// they ran, StaticLeftPlans what those plans left out.
 	StaticDelays, StaticPlans, StaticLeftPlans int
-	Bugs                                       []*report.Bug
-	Problems                                   []Problem
-	Phases                                     []Phase
+	// Beside are the test processes that ran while another test of
+	// their package ran (gate.go), of Procs started, at most Peak at
+	// once; Alone those of them that failed or hung and ran again alone.
+	Beside, Procs, Peak, Alone int
+	Bugs                       []*report.Bug
+	Problems                   []Problem
+	Phases                     []Phase
 }
 
 // Phase is the wall time of one phase.
@@ -165,6 +169,10 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 			fmt.Fprintf(w, "learned:  %s from %s that also recorded\n",
 				plural(s.DetectLearned, "candidate pair", "candidate pairs"), plural(s.DetectRecorded, "detection run", "detection runs"))
 		}
+	}
+	if s.Beside > 0 {
+		fmt.Fprintf(w, "spread:   %d of %s ran beside another test of their package while CPUs were idle, at most %d at once; %s failed there and ran again alone\n",
+			s.Beside, plural(s.Procs, "test process", "test processes"), s.Peak, plural(s.Alone, "run", "runs"))
 	}
 	if len(s.Problems) > 0 {
 		probs := append([]Problem(nil), s.Problems...)

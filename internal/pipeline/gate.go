@@ -1,0 +1,283 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/plans"
+)
+
+// A package's tests run one after another, as go test runs them, on
+// --parallel workers. Tests that mostly wait (sleep, poll, wait for a
+// timer or a peer over loopback) leave the CPUs idle while they do; the
+// gate lets more test processes start beside them, one at a time, while
+// at least one CPU stayed idle, up to --procs processes in all. A test
+// run that fails or hangs while another test of its package ran beside
+// it runs again alone (session.start), so every outcome wafl reports,
+// every plan it keeps and every failure it remembers is that of a run
+// with no other test of its package running, as under go test.
+
+// gate admits test processes beyond the workers' own.
+type gate struct {
+	limit int // most test processes at once, the workers' included
+	idle  func() float64
+	// settle is how long an admission waits after the last one, so that
+	// the new process's CPU shows in the idle measure.
+	settle time.Duration
+
+	mu      sync.Mutex
+	running int // processes admitted through the gate, running now
+	last    time.Time
+	// procs are the test processes running now (count), peak the most
+	// that ran at once.
+	procs, peak int
+}
+
+// newGate returns the gate of a workflow whose workers run workers test
+// processes at once; limit ≤ workers admits none beyond them.
+func newGate(workers, limit int) *gate {
+	return &gate{limit: limit - workers, idle: gateIdle, settle: gateSettle}
+}
+
+// gateIdle and gateSettle are a new gate's measure of idle CPUs and its
+// settling time (tests replace them).
+var (
+	gateIdle   = idleCPUs
+	gateSettle = 400 * time.Millisecond
+)
+
+// tryAcquire admits one more process if the limit allows it and at
+// least one CPU was idle over the last measure. release undoes it.
+func (g *gate) tryAcquire() bool {
+	if g == nil || g.limit <= 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running >= g.limit || time.Since(g.last) < g.settle {
+		return false
+	}
+	if g.idle() < 1 {
+		return false
+	}
+	g.running++
+	g.last = time.Now()
+	return true
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	g.running--
+	g.mu.Unlock()
+}
+
+// spread runs fn on each of a package's jobs (tests, or chunks of its
+// tests): one after another on the calling worker, and, while the gate g
+// admits them, more at once beside it. It returns when every started
+// job has returned.
+func spread[T any](ctx context.Context, g *gate, jobs []T, fn func(T)) {
+	next := make(chan T)
+	go func() {
+		defer close(next)
+		for _, j := range jobs {
+			select {
+			case next <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	free := make(chan struct{}, 1) // a job ended: the worker may go on
+	free <- struct{}{}
+	tick := time.NewTicker(g.settleOr(time.Second) / 2)
+	defer tick.Stop()
+	for {
+		extra := false
+		select {
+		case <-free:
+		case <-tick.C:
+			if !g.tryAcquire() {
+				continue
+			}
+			extra = true
+		case <-ctx.Done():
+			return
+		}
+		j, ok := <-next
+		if !ok {
+			if extra {
+				g.release()
+			}
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(j)
+			if extra {
+				g.release()
+				return
+			}
+			free <- struct{}{}
+		}()
+	}
+}
+
+func (g *gate) settleOr(d time.Duration) time.Duration {
+	if g == nil || g.settle <= 0 {
+		return d
+	}
+	return g.settle
+}
+
+// pkgProcs tracks the test processes of one package for session.start.
+type pkgProcs struct {
+	alone            sync.RWMutex // held for reading by every run, for writing by a run that must be alone
+	mu               sync.Mutex
+	running, started int
+}
+
+// begin counts a run in; overlapped says whether another was running.
+func (p *pkgProcs) begin() (seq int, overlapped bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	overlapped = p.running > 0
+	p.running++
+	p.started++
+	return p.started, overlapped
+}
+
+// end counts a run out; it overlapped another when one was running at
+// its start or started after it.
+func (p *pkgProcs) end(seq int, overlapped bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	return overlapped || p.started != seq
+}
+
+// start runs tr for a test of pkg. When the run failed, crashed or hung
+// while another test of the package ran beside it (a fixed port, a file
+// in the package directory, a CPU they shared), it runs again with none
+// beside it, after removing files (what the run writes and wafl reads
+// back), and that run's result is the one returned.
+func (s *session) start(ctx context.Context, pkg *pkgBuild, tr testrun.Run, files ...string) (testrun.Result, error) {
+	p := &pkg.procs
+	p.alone.RLock()
+	seq, ov := p.begin()
+	done := s.gate.count()
+	res, err := tr.Start(ctx)
+	peak := done()
+	ov = p.end(seq, ov)
+	p.alone.RUnlock()
+	again := ov && err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut)
+	s.sum.add(func(s *Summary) {
+		s.Procs++
+		s.Peak = max(s.Peak, peak)
+		if ov {
+			s.Beside++
+		}
+		if again {
+			s.Alone++
+		}
+	})
+	if !again {
+		return res, err
+	}
+	p.alone.Lock()
+	defer p.alone.Unlock()
+	for _, f := range files {
+		os.Remove(f)
+	}
+	return tr.Start(ctx)
+}
+
+// count counts a test process in; the function it returns counts it out
+// and says how many ran at most at once while it ran.
+func (g *gate) count() func() int {
+	if g == nil {
+		return func() int { return 1 }
+	}
+	g.mu.Lock()
+	g.procs++
+	g.peak = max(g.peak, g.procs)
+	g.mu.Unlock()
+	return func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.procs--
+		return g.peak
+	}
+}
+
+// DefaultProcs is --procs' default: four test processes per CPU.
+func DefaultProcs() int { return 4 * runtime.GOMAXPROCS(0) }
+
+// minChunk is the fewest tests a chunk of a package run has.
+const minChunk = 4
+
+// chunk cuts the tests of a package run into chunks in their order, for
+// spread: as many as the gate could run at once beside a worker, of at
+// least minChunk tests each; one when the gate admits no process beyond
+// the workers'.
+func chunk[T any](tests []T, g *gate) [][]T {
+	n := 1
+	if g != nil && g.limit > 0 {
+		n = min((len(tests)+minChunk-1)/minChunk, g.limit+1)
+	}
+	if n <= 1 {
+		return [][]T{tests}
+	}
+	chunks := make([][]T, n)
+	for i := range n {
+		chunks[i] = tests[i*len(tests)/n : (i+1)*len(tests)/n]
+	}
+	return chunks
+}
+
+// chunkNames names the package runs of n chunks: pkgRunName for one,
+// pkgRunName1 … pkgRunNameN for more; chunkIndex is a name's chunk.
+func chunkNames(n int) []string {
+	if n == 1 {
+		return []string{pkgRunName}
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = pkgRunName + strconv.Itoa(i+1)
+	}
+	return names
+}
+
+func chunkIndex(name string) int {
+	i, err := strconv.Atoi(strings.TrimPrefix(name, pkgRunName))
+	if err != nil {
+		return 0
+	}
+	return i - 1
+}
+
+// longestFirst orders a package's tests for spread by how long their
+// preparation run took (the plan's provenance), longest first, so that
+// the long ones do not start last; tests without a plan keep their place
+// after them.
+func longestFirst(s *session, js []job) []job {
+	dur := make(map[job]int64, len(js))
+	for _, j := range js {
+		if p, err := plans.Load(s.ws.PlanPath(j.pkg.ImportPath, j.test)); err == nil {
+			dur[j] = p.Provenance.DurationNs
+		}
+	}
+	out := slices.Clone(js)
+	slices.SortStableFunc(out, func(a, b job) int { return cmp.Compare(dur[b], dur[a]) })
+	return out
+}

@@ -1,0 +1,243 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memorder/wafl/internal/pipeline/testrun"
+)
+
+func TestChunk(t *testing.T) {
+	tests := make([]int, 30)
+	for i := range tests {
+		tests[i] = i
+	}
+	for _, c := range []struct {
+		g    *gate
+		n    int
+		want int
+	}{
+		{nil, 30, 1},
+		{&gate{limit: 0}, 30, 1},
+		{&gate{limit: 3}, 30, 4},  // limit+1 chunks
+		{&gate{limit: 30}, 30, 8}, // at least minChunk tests each
+		{&gate{limit: 30}, 3, 1},
+		{&gate{limit: 30}, 5, 2},
+	} {
+		chunks := chunk(tests[:c.n], c.g)
+		if len(chunks) != c.want {
+			t.Errorf("limit %v, %d tests: %d chunks; want %d", c.g, c.n, len(chunks), c.want)
+		}
+		if got := slices.Concat(chunks...); !slices.Equal(got, tests[:c.n]) {
+			t.Errorf("limit %v, %d tests: chunks %v do not cover the tests in order", c.g, c.n, chunks)
+		}
+	}
+	for _, n := range []int{1, 3} {
+		names := chunkNames(n)
+		for i, name := range names {
+			if chunkIndex(name) != i {
+				t.Errorf("chunkNames(%d)[%d] = %q: index %d", n, i, name, chunkIndex(name))
+			}
+		}
+	}
+}
+
+// spreadPeak runs four jobs through spread with gate g; each job waits
+// (up to wait) until all four have started. It returns how many ran at
+// once at most.
+func spreadPeak(t *testing.T, g *gate, wait time.Duration) int {
+	var running, peak atomic.Int32
+	var all sync.WaitGroup
+	all.Add(4)
+	waited := make(chan struct{})
+	go func() { all.Wait(); close(waited) }()
+	spread(context.Background(), g, []int{1, 2, 3, 4}, func(int) {
+		n := running.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		all.Done()
+		select {
+		case <-waited:
+		case <-time.After(wait):
+		}
+		running.Add(-1)
+	})
+	return int(peak.Load())
+}
+
+// TestSpread: with CPUs idle the gate lets a package's jobs run beside
+// each other up to its limit; without idle CPUs, or with no room beyond
+// the worker, they run one after another.
+func TestSpread(t *testing.T) {
+	idle := func(n float64) func() float64 { return func() float64 { return n } }
+	if got := spreadPeak(t, &gate{limit: 3, idle: idle(2), settle: time.Millisecond}, 10*time.Second); got != 4 {
+		t.Errorf("CPUs idle, limit 3 beyond the worker: %d jobs at once; want 4", got)
+	}
+	if got := spreadPeak(t, &gate{limit: 1, idle: idle(2), settle: time.Millisecond}, time.Second); got != 2 {
+		t.Errorf("CPUs idle, limit 1 beyond the worker: %d jobs at once; want 2", got)
+	}
+	if got := spreadPeak(t, &gate{limit: 3, idle: idle(0.5), settle: time.Millisecond}, 100*time.Millisecond); got != 1 {
+		t.Errorf("no CPU idle: %d jobs at once; want 1", got)
+	}
+	if got := spreadPeak(t, newGate(2, 2), 100*time.Millisecond); got != 1 {
+		t.Errorf("--procs = --parallel: %d jobs at once; want 1", got)
+	}
+}
+
+// lockSrc are eight tests of one package. TestA holds a lock file in the
+// package directory until TestB has tried to take it (or 20 seconds
+// passed); TestB waits until TestA holds it or is done, then fails when
+// it cannot take it. Run one after another, as go test runs them, both
+// pass; side by side, TestB fails.
+const lockSrc = `package lock
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+func take(t *testing.T) bool {
+	f, err := os.OpenFile("lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return true
+}
+
+func TestA(t *testing.T) {
+	if !take(t) {
+		t.Fatal("lock held")
+	}
+	defer os.WriteFile("a-done", nil, 0o644)
+	defer os.Remove("lock")
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat("b-tried"); err == nil {
+			return
+		}
+	}
+}
+
+func TestP1(t *testing.T) {}
+func TestP2(t *testing.T) {}
+func TestP3(t *testing.T) {}
+
+func TestB(t *testing.T) {
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat("lock"); err == nil {
+			break
+		}
+		if _, err := os.Stat("a-done"); err == nil {
+			break
+		}
+	}
+	ok := take(t)
+	os.WriteFile("b-tried", nil, 0o644)
+	if !ok {
+		t.Fatal("lock held")
+	}
+	os.Remove("lock")
+}
+
+func TestQ1(t *testing.T) {}
+func TestQ2(t *testing.T) {}
+func TestQ3(t *testing.T) {}
+`
+
+// TestSpreadRunsAgainAlone: prepare cuts the package run into two
+// chunks and, with CPUs idle, runs them side by side; TestB fails there
+// for a file TestA holds, runs again alone, passes and is prepared: no
+// problem is reported, and the summary counts the rerun.
+func TestSpreadRunsAgainAlone(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":       "module example.com/lock\n\ngo 1.22\n",
+		"lock_test.go": lockSrc,
+	})
+	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
+	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
+	o := PrepareOptions{
+		Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+		Packages: Packages{Patterns: []string{"./..."}},
+		Tests:    Tests{Parallel: 1, Procs: 2},
+	}
+	sum, err := Prepare(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Prepared != 8 || sum.FailPlain != 0 || len(sum.Problems) != 0 {
+		t.Fatalf("%d prepared, %d fail plainly, problems %v; want 8, 0, none", sum.Prepared, sum.FailPlain, sum.Problems)
+	}
+	// Two package runs side by side, then TestB's run alone.
+	if sum.Procs != 3 || sum.Beside != 2 || sum.Alone != 1 {
+		t.Errorf("%d test processes, %d beside another, %d tests again alone; want 3, 2, 1", sum.Procs, sum.Beside, sum.Alone)
+	}
+}
+
+// TestStartRunsAgainAlone: session.start runs TestA and TestB of lockSrc
+// side by side; TestB fails there, runs again alone once TestA is done,
+// and the result returned is that of its run alone.
+func TestStartRunsAgainAlone(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":       "module example.com/lock\n\ngo 1.22\n",
+		"lock_test.go": lockSrc,
+	})
+	bin := filepath.Join(dir, "lock.test")
+	cmd := exec.Command("go", "test", "-c", "-o", bin, ".")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	s := &session{sum: new(Summary)}
+	pkg := &pkgBuild{}
+	results := make(map[string]testrun.Result)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, test := range []string{"TestA", "TestB"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.start(context.Background(), pkg, testrun.Run{
+				Binary: bin, Dir: dir, Test: test, Timeout: time.Minute,
+				Output: filepath.Join(dir, test+".log"),
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			results[test] = res
+			mu.Unlock()
+		}()
+		if test == "TestA" {
+			// TestB starts once TestA holds the lock.
+			for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(dir, "lock")); err == nil {
+					break
+				}
+			}
+		}
+	}
+	wg.Wait()
+	for test, res := range results {
+		if res.ExitCode != 0 {
+			out, _ := os.ReadFile(res.Output)
+			t.Errorf("%s: exit status %d; want 0 (its run alone)\n%s", test, res.ExitCode, out)
+		}
+	}
+	if s.sum.Procs != 2 || s.sum.Beside != 2 || s.sum.Alone != 1 {
+		t.Errorf("%d test processes, %d beside another, %d again alone; want 2, 2, 1", s.sum.Procs, s.sum.Beside, s.sum.Alone)
+	}
+}

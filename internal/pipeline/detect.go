@@ -106,48 +106,26 @@ func (s *siteTables) get(path string) (*sites.Table, error) {
 // detectTest runs the detection runs of one test. It returns the number of
 // bugs found and a one-line account.
 func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTables, j job) (int, string, error) {
-	plan, known, err := detectPlan(ctx, s, o, j)
-	if err != nil {
-		return 0, "", err
+	at, resumed := s.resumeAt(j) // runs stopped by errBeside go on
+	plan, known, learned, err := detectSetup(ctx, s, o, j, at, resumed)
+	if err != nil || plan == nil {
+		return len(known), learned, err
 	}
-	if slices.Contains(j.pkg.NoDelay, j.test) {
-		// Recorded and planned; detection leaves it alone.
-		s.sum.add(func(s *Summary) { s.NoDelay++ })
-		if len(known) > 0 {
-			return len(known), fmt.Sprintf("%d known bug(s); not delayed (//wafl:nodelay)", len(known)), nil
-		}
-		return 0, "not delayed (//wafl:nodelay)", nil
-	}
-	learned, ok := s.learned[j] // a recording run shared with the package's other tests
-	if !ok && len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
-		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
-			return 0, "", err
-		}
-	}
-	if plan.Empty() && !o.Basic { // basic mode finds its candidates in the runs
-		if learned != "" {
-			return 0, "no delay candidates (" + learned + ")", nil
-		}
-		if len(known) > 0 {
-			return len(known), fmt.Sprintf("%d known bug(s), no other delay candidates", len(known)), nil
-		}
-		return 0, "no delay candidates", nil
-	}
-	o.Params.ApplyDetection(&plan.Params)
 	tab, err := tabs.get(j.pkg.Sites)
 	if err != nil {
 		return 0, "", err
 	}
-	if len(staticLocations(plan)) > 0 {
-		s.sum.add(func(s *Summary) { s.StaticPlans++; s.StaticLeftPlans += plan.Provenance.StaticLeft })
-	}
-	var failures []string
-	runs := 0
-	for k := 0; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
+	failures := at.failures
+	runs := at.k
+	for k := at.k; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
 		n := len(plan.Runs) + 1
 		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
 		r.record = !o.Basic && recordsRun(plan, k) // learn.go
 		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
+		if errors.Is(err, errBeside) {
+			s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
+			return 0, "", err
+		}
 		if err != nil {
 			return 0, "", err
 		}
@@ -190,6 +168,53 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, fmt.Sprintf("no MEMORDER bug; failed in %d of %d runs under delays, see problems", len(failures), runs) + paren(learned), nil
 	}
 	return 0, "no bug" + paren(learned), nil
+}
+
+// detectSetup returns test j's plan for its detection runs, the bugs it
+// already has and what learning added; a nil plan means no runs, and
+// learned is then the test's account. A test resumed after errBeside
+// (at) reloads its plan and keeps the rest from before.
+func detectSetup(ctx context.Context, s *session, o *DetectOptions, j job, at resume, resumed bool) (*plans.Plan, []*report.Bug, string, error) {
+	if resumed {
+		plan, err := plans.Load(s.ws.PlanPath(j.pkg.ImportPath, j.test))
+		if err != nil {
+			return nil, nil, "", err
+		}
+		o.Params.ApplyDetection(&plan.Params)
+		return plan, at.known, at.learned, nil
+	}
+	plan, known, err := detectPlan(ctx, s, o, j)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if slices.Contains(j.pkg.NoDelay, j.test) {
+		// Recorded and planned; detection leaves it alone.
+		s.sum.add(func(s *Summary) { s.NoDelay++ })
+		if len(known) > 0 {
+			return nil, known, fmt.Sprintf("%d known bug(s); not delayed (//wafl:nodelay)", len(known)), nil
+		}
+		return nil, nil, "not delayed (//wafl:nodelay)", nil
+	}
+	learned, ok := s.learned[j] // a recording run shared with the package's other tests
+	if !ok && len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
+		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	if plan.Empty() && !o.Basic { // basic mode finds its candidates in the runs
+		if learned != "" {
+			return nil, nil, "no delay candidates (" + learned + ")", nil
+		}
+		if len(known) > 0 {
+			return nil, known, fmt.Sprintf("%d known bug(s), no other delay candidates", len(known)), nil
+		}
+		return nil, nil, "no delay candidates", nil
+	}
+	o.Params.ApplyDetection(&plan.Params)
+	if len(staticLocations(plan)) > 0 {
+		s.sum.add(func(s *Summary) { s.StaticPlans++; s.StaticLeftPlans += plan.Provenance.StaticLeft })
+	}
+	return plan, known, learned, nil
 }
 
 // partnerSkips sums the partner-side skips of the plan's last n runs.
@@ -392,9 +417,14 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	}
 	sub, skip := o.subtestArgs()
 	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
-	res, err := s.start(ctx, j.pkg, tr, logPath, crashPath, raw)
+	res, again, err := s.startOnce(ctx, j.pkg, tr)
 	if err != nil {
 		return nil, err
+	}
+	if again {
+		// The run does not count; the test's runs go on, this one
+		// first, when none of its package runs beside it.
+		return nil, errBeside
 	}
 	output, _ := os.ReadFile(res.Output)
 	rr, err := report.Outcome(report.RunInput{

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"os"
 	"runtime"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -172,15 +174,32 @@ func (p *pkgProcs) end(seq int, overlapped bool) bool {
 // beside it, after removing files (what the run writes and wafl reads
 // back), and that run's result is the one returned.
 func (s *session) start(ctx context.Context, pkg *pkgBuild, tr testrun.Run, files ...string) (testrun.Result, error) {
+	res, again, err := s.startOnce(ctx, pkg, tr)
+	if !again {
+		return res, err
+	}
+	p := &pkg.procs
+	p.alone.Lock()
+	defer p.alone.Unlock()
+	for _, f := range files {
+		os.Remove(f)
+	}
+	return tr.Start(ctx)
+}
+
+// startOnce runs tr for a test of pkg; again says that it failed, crashed
+// or hung while another test of the package ran beside it, so that its
+// result does not count: it must run again alone.
+func (s *session) startOnce(ctx context.Context, pkg *pkgBuild, tr testrun.Run) (res testrun.Result, again bool, err error) {
 	p := &pkg.procs
 	p.alone.RLock()
 	seq, ov := p.begin()
 	done := s.gate.count()
-	res, err := tr.Start(ctx)
+	res, err = tr.Start(ctx)
 	peak := done()
 	ov = p.end(seq, ov)
 	p.alone.RUnlock()
-	again := ov && err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut)
+	again = ov && err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut)
 	s.sum.add(func(s *Summary) {
 		s.Procs++
 		s.Peak = max(s.Peak, peak)
@@ -191,15 +210,40 @@ func (s *session) start(ctx context.Context, pkg *pkgBuild, tr testrun.Run, file
 			s.Alone++
 		}
 	})
-	if !again {
-		return res, err
+	return res, again, err
+}
+
+// errBeside stops a test's detection runs when one failed beside
+// another test of its package: the runner runs the rest of them, that
+// run first, after the package's other tests, with none beside
+// (resumeAlone).
+var errBeside = errors.New("a run failed beside another test of its package")
+
+// resume is where a test's detection runs stopped by errBeside go on.
+type resume struct {
+	k        int      // runs of this detect call done
+	failures []string // their failures under delays
+	known    []*report.Bug
+	learned  string
+}
+
+// deferRuns remembers where test j's runs stopped.
+func (s *session) deferRuns(j job, r resume) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resumes == nil {
+		s.resumes = map[job]resume{}
 	}
-	p.alone.Lock()
-	defer p.alone.Unlock()
-	for _, f := range files {
-		os.Remove(f)
-	}
-	return tr.Start(ctx)
+	s.resumes[j] = r
+}
+
+// resumeAt returns where test j's runs go on; ok is false when they
+// start from the beginning.
+func (s *session) resumeAt(j job) (r resume, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok = s.resumes[j]
+	return r, ok
 }
 
 // count counts a test process in; the function it returns counts it out

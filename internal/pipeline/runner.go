@@ -82,6 +82,10 @@ type session struct {
 	learned map[job]string
 	// gate admits test processes beyond the workers' (gate.go).
 	gate *gate
+	mu   sync.Mutex
+	// resumes are where the detection runs of tests stopped by errBeside
+	// go on (gate.go).
+	resumes map[job]resume
 }
 
 // run is the runner: it resolves the workspace, instruments and builds the
@@ -144,6 +148,10 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		// package's tests start beside them while CPUs are idle, and a
 		// run that fails beside another runs again alone (gate.go).
 		return forEach(ctx, w.tests.Parallel, byPackage(jobs), func(js []job) {
+			var (
+				mu   sync.Mutex
+				tail []job // tests stopped by errBeside
+			)
 			each := func(j job) {
 				if ctx.Err() != nil {
 					return
@@ -151,6 +159,12 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 				bugs, note, err := w.each(ctx, s, j)
 				if err != nil && ctx.Err() != nil {
 					return // interrupted: the test did not finish
+				}
+				if errors.Is(err, errBeside) {
+					mu.Lock()
+					tail = append(tail, j)
+					mu.Unlock()
+					return
 				}
 				done.Add(1)
 				if err != nil {
@@ -163,6 +177,15 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 			}
 			if w.spread {
 				spread(ctx, s.gate, longestFirst(s, js), each)
+				// With the package's other tests done, nothing runs
+				// beside these.
+				for len(tail) > 0 {
+					js := tail
+					tail = nil
+					for _, j := range js {
+						each(j)
+					}
+				}
 				return
 			}
 			for _, j := range js {

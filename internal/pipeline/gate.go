@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -81,29 +80,22 @@ func (g *gate) release() {
 	g.mu.Unlock()
 }
 
-// spread runs fn on each of a package's jobs (tests, or chunks of its
+// spread runs fn(0) … fn(n-1), a package's jobs (tests, or chunks of its
 // tests): one after another on the calling worker, and, while the gate g
 // admits them, more at once beside it. It returns when every started
 // job has returned.
-func spread[T any](ctx context.Context, g *gate, jobs []T, fn func(T)) {
-	next := make(chan T)
-	go func() {
-		defer close(next)
-		for _, j := range jobs {
-			select {
-			case next <- j:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+func spread(ctx context.Context, g *gate, n int, fn func(int)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	free := make(chan struct{}, 1) // a job ended: the worker may go on
 	free <- struct{}{}
-	tick := time.NewTicker(g.settleOr(time.Second) / 2)
+	poll := time.Second
+	if g != nil && g.settle > 0 {
+		poll = g.settle / 2
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	for {
+	for i := 0; i < n; {
 		extra := false
 		select {
 		case <-free:
@@ -115,31 +107,18 @@ func spread[T any](ctx context.Context, g *gate, jobs []T, fn func(T)) {
 		case <-ctx.Done():
 			return
 		}
-		j, ok := <-next
-		if !ok {
-			if extra {
-				g.release()
-			}
-			return
-		}
 		wg.Add(1)
-		go func() {
+		go func(i int) {
 			defer wg.Done()
-			fn(j)
+			fn(i)
 			if extra {
 				g.release()
 				return
 			}
 			free <- struct{}{}
-		}()
+		}(i)
+		i++
 	}
-}
-
-func (g *gate) settleOr(d time.Duration) time.Duration {
-	if g == nil || g.settle <= 0 {
-		return d
-	}
-	return g.settle
 }
 
 // pkgProcs tracks the test processes of one package for session.start.
@@ -193,24 +172,33 @@ func (s *session) start(ctx context.Context, pkg *pkgBuild, tr testrun.Run, file
 func (s *session) startOnce(ctx context.Context, pkg *pkgBuild, tr testrun.Run) (res testrun.Result, again bool, err error) {
 	p := &pkg.procs
 	p.alone.RLock()
-	seq, ov := p.begin()
-	done := s.gate.count()
-	res, err = tr.Start(ctx)
-	peak := done()
-	ov = p.end(seq, ov)
+	beside := s.track(pkg, func() { res, err = tr.Start(ctx) })
 	p.alone.RUnlock()
-	again = ov && err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut)
+	again = beside && err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut)
+	if again {
+		s.sum.add(func(s *Summary) { s.Alone++ })
+	}
+	return res, again, err
+}
+
+// track runs fn, which runs one test process of pkg, and counts the
+// process in the summary; beside says whether another of the package's
+// test processes ran while it did.
+func (s *session) track(pkg *pkgBuild, fn func()) (beside bool) {
+	p := &pkg.procs
+	seq, beside := p.begin()
+	done := s.gate.count()
+	fn()
+	peak := done()
+	beside = p.end(seq, beside)
 	s.sum.add(func(s *Summary) {
 		s.Procs++
 		s.Peak = max(s.Peak, peak)
-		if ov {
+		if beside {
 			s.Beside++
 		}
-		if again {
-			s.Alone++
-		}
 	})
-	return res, again, err
+	return beside
 }
 
 // errBeside stops a test's detection runs when one failed beside
@@ -289,25 +277,13 @@ func chunk[T any](tests []T, g *gate) [][]T {
 	return chunks
 }
 
-// chunkNames names the package runs of n chunks: pkgRunName for one,
-// pkgRunName1 … pkgRunNameN for more; chunkIndex is a name's chunk.
-func chunkNames(n int) []string {
+// chunkName names the package run of chunk i of n: pkgRunName for one,
+// pkgRunName1 … pkgRunNameN for more.
+func chunkName(i, n int) string {
 	if n == 1 {
-		return []string{pkgRunName}
+		return pkgRunName
 	}
-	names := make([]string, n)
-	for i := range names {
-		names[i] = pkgRunName + strconv.Itoa(i+1)
-	}
-	return names
-}
-
-func chunkIndex(name string) int {
-	i, err := strconv.Atoi(strings.TrimPrefix(name, pkgRunName))
-	if err != nil {
-		return 0
-	}
-	return i - 1
+	return pkgRunName + strconv.Itoa(i+1)
 }
 
 // longestFirst orders a package's tests for spread by how long their

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/internal/pipeline/testrun"
+	"github.com/memorder/wafl/plans"
 )
 
 func TestChunk(t *testing.T) {
@@ -39,11 +40,10 @@ func TestChunk(t *testing.T) {
 			t.Errorf("limit %v, %d tests: chunks %v do not cover the tests in order", c.g, c.n, chunks)
 		}
 	}
-	for _, n := range []int{1, 3} {
-		names := chunkNames(n)
-		for i, name := range names {
-			if chunkIndex(name) != i {
-				t.Errorf("chunkNames(%d)[%d] = %q: index %d", n, i, name, chunkIndex(name))
+	for n, want := range map[int][]string{1: {"_package"}, 3: {"_package1", "_package2", "_package3"}} {
+		for i, w := range want {
+			if got := chunkName(i, n); got != w {
+				t.Errorf("chunkName(%d, %d) = %q; want %q", i, n, got, w)
 			}
 		}
 	}
@@ -58,7 +58,7 @@ func spreadPeak(t *testing.T, g *gate, wait time.Duration) int {
 	all.Add(4)
 	waited := make(chan struct{})
 	go func() { all.Wait(); close(waited) }()
-	spread(context.Background(), g, []int{1, 2, 3, 4}, func(int) {
+	spread(context.Background(), g, 4, func(int) {
 		n := running.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
@@ -239,5 +239,127 @@ func TestStartRunsAgainAlone(t *testing.T) {
 	}
 	if s.sum.Procs != 2 || s.sum.Beside != 2 || s.sum.Alone != 1 {
 		t.Errorf("%d test processes, %d beside another, %d again alone; want 2, 2, 1", s.sum.Procs, s.sum.Beside, s.sum.Alone)
+	}
+}
+
+// deferSrc: TestA and TestB each have a candidate pair that delays cannot
+// expose (the dispose waits for the goroutine). Once the file "arm"
+// exists, TestA holds a lock file until TestB has tried to take it, and
+// TestB fails when it could not: side by side, TestB's run fails.
+const deferSrc = `package deferred
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+type S struct{ p *int }
+
+func pair() {
+	s := &S{p: new(int)}
+	ready := make(chan struct{})
+	go func() {
+		_ = *s.p
+		close(ready)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	<-ready
+	s.p = nil
+}
+
+func exists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+func take(t *testing.T) bool {
+	f, err := os.OpenFile("lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return true
+}
+
+func TestA(t *testing.T) {
+	pair()
+	if !exists("arm") {
+		return
+	}
+	if !take(t) {
+		t.Fatal("lock held")
+	}
+	defer os.WriteFile("a-done", nil, 0o644)
+	defer os.Remove("lock")
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && !exists("b-tried"); time.Sleep(10 * time.Millisecond) {
+	}
+}
+
+func TestB(t *testing.T) {
+	pair()
+	if !exists("arm") {
+		return
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && !exists("lock") && !exists("a-done"); time.Sleep(10 * time.Millisecond) {
+	}
+	ok := take(t)
+	os.WriteFile("b-tried", nil, 0o644)
+	if !ok {
+		t.Fatal("lock held")
+	}
+	os.Remove("lock")
+}
+`
+
+// TestDetectDefersRunsThatFailBeside: TestB's detection run fails beside
+// TestA's; it does not count, and TestB's runs go on after TestA's, with
+// nothing beside, where it passes: no problem, one run in TestB's plan.
+func TestDetectDefersRunsThatFailBeside(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":           "module example.com/deferred\n\ngo 1.22\n",
+		"deferred_test.go": deferSrc,
+	})
+	o := DetectOptions{
+		PrepareOptions: PrepareOptions{
+			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
+			Packages: Packages{Patterns: []string{"./..."}},
+			Tests:    Tests{Parallel: 1},
+		},
+		Runs: 1,
+	}
+	sum, err := Prepare(context.Background(), o.PrepareOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.WithCandidates != 2 {
+		t.Fatalf("prepare: %d tests with candidates; want 2 (problems %v)", sum.WithCandidates, sum.Problems)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
+	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
+	o.Procs = 2
+	if sum, err = Detect(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Bugs) != 0 || len(sum.Problems) != 0 {
+		t.Fatalf("detect: bugs %v, problems %v; want none", sum.Bugs, sum.Problems)
+	}
+	if sum.Alone != 1 || sum.Runs != 2 {
+		t.Errorf("detect: %d runs again alone, %d runs counted; want 1, 2", sum.Alone, sum.Runs)
+	}
+	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "deferred", "TestB.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 1 {
+		t.Errorf("TestB's plan has %d runs; want 1 (the run beside TestA's does not count)", len(p.Runs))
 	}
 }

@@ -28,9 +28,7 @@ type meter struct {
 	mu         sync.Mutex
 	at         time.Time
 	idle, all  float64 // /proc/stat jiffies of every CPU
-	cpus       int     // CPUs /proc/stat lists
 	cgUsage    float64 // cgroup cpu.stat usage_usec
-	cgQuota    float64 // CPUs the cgroup's quota allows; 0: none
 	last       float64
 	haveSample bool
 }
@@ -59,7 +57,7 @@ func (m *meter) sample(now time.Time) float64 {
 		}
 		m.last = max(free, 0)
 	}
-	m.at, m.idle, m.all, m.cpus, m.cgUsage, m.cgQuota, m.haveSample = now, idle, all, cpus, usage, quota, true
+	m.at, m.idle, m.all, m.cgUsage, m.haveSample = now, idle, all, usage, true
 	return m.last
 }
 

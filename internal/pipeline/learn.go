@@ -176,9 +176,9 @@ func learnPackages(ctx context.Context, s *session, o *DetectOptions, jobs []job
 			return
 		}
 		chunks := chunk(learn, s.gate)
-		spread(ctx, s.gate, chunkNames(len(chunks)), func(name string) {
-			c := chunks[chunkIndex(name)]
-			acc, err := learnPackage(ctx, s, o, c, plansOf, name)
+		spread(ctx, s.gate, len(chunks), func(i int) {
+			c := chunks[i]
+			acc, err := learnPackage(ctx, s, o, c, plansOf, chunkName(i, len(chunks)))
 			if err != nil {
 				if ctx.Err() == nil {
 					s.prog.Printf("wafl: %s: the shared recording run of %s failed, each learns alone: %v\n",

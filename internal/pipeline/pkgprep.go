@@ -107,14 +107,12 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 	chunks := chunk(tests, s.gate)
 	pr := &pkgRun{kept: map[string]bool{}, tests: map[string]*split.TestStats{}, load: loadFactor()}
 	var mu sync.Mutex
-	spread(ctx, s.gate, chunkNames(len(chunks)), func(name string) {
-		i := chunkIndex(name)
-		p := &pkg.procs
-		seq, ov := p.begin()
-		done := s.gate.count()
-		c, err := runPackage(ctx, s, o, pkg, chunks[i], name)
-		peak := done()
-		ov = p.end(seq, ov)
+	spread(ctx, s.gate, len(chunks), func(i int) {
+		var (
+			c   *pkgRun
+			err error
+		)
+		beside := s.track(pkg, func() { c, err = runPackage(ctx, s, o, pkg, chunks[i], chunkName(i, len(chunks))) })
 		if err != nil {
 			if ctx.Err() == nil {
 				s.prog.Printf("wafl: %s: the tests' shared preparation run failed, each runs alone: %v\n", pkg.ImportPath, err)
@@ -130,18 +128,11 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 		for _, t := range chunks[i] {
 			if c.kept[t] {
 				pr.kept[t] = true
-			} else if ov {
-				alone++
+			} else if beside {
+				alone++ // runs again alone, as every test not kept
 			}
 		}
-		s.sum.add(func(s *Summary) {
-			s.Procs++
-			s.Peak = max(s.Peak, peak)
-			if ov {
-				s.Beside++
-				s.Alone += alone
-			}
-		})
+		s.sum.add(func(s *Summary) { s.Alone += alone })
 	})
 	return pr
 }

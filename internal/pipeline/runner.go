@@ -176,7 +176,8 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 				s.prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, note)
 			}
 			if w.spread {
-				spread(ctx, s.gate, longestFirst(s, js), each)
+				js := longestFirst(s, js)
+				spread(ctx, s.gate, len(js), func(i int) { each(js[i]) })
 				// With the package's other tests done, nothing runs
 				// beside these.
 				for len(tail) > 0 {

@@ -94,3 +94,43 @@ func (p *Plan) WithTraps(traps []Trap) *Plan {
 	}
 	return c
 }
+
+// Without returns the plan without the pairs drop selects, and without
+// the locations that have no pair left: a copy that shares the rest of p
+// (for reading and saving, not for changing), or p itself when drop
+// selects none.
+func (p *Plan) Without(drop func(*Pair) bool) *Plan {
+	var locs []Location
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		keep := l.Pairs
+		for k := range l.Pairs {
+			if drop(&l.Pairs[k]) {
+				keep = slices.Clone(l.Pairs[:k])
+				for m := k + 1; m < len(l.Pairs); m++ {
+					if !drop(&l.Pairs[m]) {
+						keep = append(keep, l.Pairs[m])
+					}
+				}
+				break
+			}
+		}
+		if locs == nil && len(keep) == len(l.Pairs) {
+			continue
+		}
+		if locs == nil {
+			locs = append(make([]Location, 0, len(p.Locations)), p.Locations[:i]...)
+		}
+		if len(keep) > 0 {
+			c := *l
+			c.Pairs = keep
+			locs = append(locs, c)
+		}
+	}
+	if locs == nil {
+		return p
+	}
+	c := *p
+	c.Locations = locs
+	return &c
+}

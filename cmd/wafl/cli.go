@@ -349,6 +349,7 @@ one), 2 error.`,
 	detectionFlags(cmd, &o.Params)
 	f := cmd.Flags()
 	f.IntVar(&o.Runs, "runs", pipeline.DefaultRuns, "detection runs per test")
+	f.IntVar(&o.TestsPerPair, "tests-per-pair", pipeline.DefaultTestsPerPair, "of a package's tests that share a candidate pair, delay it in at most this many per call (0: in every one)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for every random decision (default: random, recorded in reports)")
 	ablateFlag(cmd, &ablate)
 	reportFlags(cmd, &o.Reports, "print the report JSON to stdout")

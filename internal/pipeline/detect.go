@@ -52,6 +52,7 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		spread:   true,
 		before: func(ctx context.Context, s *session, jobs []job) {
 			s.learned = learnPackages(ctx, s, &o, jobs) // learn.go
+			s.shares = shareOut(s, &o, jobs)            // share.go
 		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
 			return detectTest(ctx, s, &o, &tabs, j)
@@ -117,7 +118,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	}
 	failures := at.failures
 	runs := at.k
-	for k := at.k; k < o.Runs && (o.Basic || !plan.Empty()); k++ {
+	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); k++ {
 		n := len(plan.Runs) + 1
 		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
 		r.record = !o.Basic && recordsRun(plan, k) // learn.go
@@ -200,6 +201,14 @@ func detectSetup(ctx context.Context, s *session, o *DetectOptions, j job, at re
 		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
 			return nil, nil, "", err
 		}
+	}
+	if out, n := s.shares.out(j); out && !plan.Empty() {
+		s.sum.add(func(s *Summary) { s.SharedOut++ })
+		note := fmt.Sprintf("not delayed in this call: each of its %s is delayed in %d other tests of the package (--tests-per-pair); a later detect gives it some", plural(n, "candidate pair", "candidate pairs"), o.TestsPerPair)
+		if len(known) > 0 {
+			return nil, known, fmt.Sprintf("%d known bug(s); %s", len(known), note), nil
+		}
+		return nil, nil, note + paren(learned), nil
 	}
 	if plan.Empty() && !o.Basic { // basic mode finds its candidates in the runs
 		if learned != "" {
@@ -393,7 +402,8 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	}
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
-	if err := plans.Save(runPlan, plan.ForRun(loadFactor(), o.Params.NoLoadScale)); err != nil {
+	// Pairs given to other tests of the package are not in it (share.go).
+	if err := plans.Save(runPlan, s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)); err != nil {
 		return nil, err
 	}
 	env := []string{

@@ -80,6 +80,9 @@ type session struct {
 	// learned are the accounts of the tests detect's package recording
 	// runs learned for (learn.go).
 	learned map[job]string
+	// shares are the candidate pairs each test of detect delays
+	// (share.go); nil: all of its own.
+	shares *shares
 	// gate admits test processes beyond the workers' (gate.go).
 	gate *gate
 	mu   sync.Mutex

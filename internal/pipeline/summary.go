@@ -72,6 +72,11 @@ type Summary struct {
 	// their package ran (gate.go), of Procs started, at most Peak at
 	// once; Alone those of them that failed or hung and ran again alone.
 	Beside, Procs, Peak, Alone int
+	// SharedPairs are the candidate pairs live in more than TestsPerPair
+	// tests of their package, each delayed in that many (share.go);
+	// SharedOut the tests detect did not delay since each of their pairs
+	// went to other tests.
+	SharedPairs, SharedOut, TestsPerPair int
 	Bugs                       []*report.Bug
 	Problems                   []Problem
 	Phases                     []Phase
@@ -160,6 +165,10 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 			fmt.Fprintf(w, "static:   %s tried at static candidate pairs of %s; %s left out of them\n",
 				plural(s.StaticDelays, "delay", "delays"), plural(s.StaticPlans, "plan", "plans"),
 				plural(s.StaticLeftPlans, "pair", "pairs"))
+		}
+		if s.SharedPairs > 0 {
+			fmt.Fprintf(w, "shared:   %s in more than %d tests of their package, each delayed in %d of them (--tests-per-pair); %s not delayed: all their pairs went to others\n",
+				plural(s.SharedPairs, "candidate pair", "candidate pairs"), s.TestsPerPair, s.TestsPerPair, plural(s.SharedOut, "test", "tests"))
 		}
 		if s.LearnRuns > 0 {
 			fmt.Fprintf(w, "learned:  %s from %s of plans without candidates\n",

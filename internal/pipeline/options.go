@@ -110,13 +110,13 @@ type PrepareOptions struct {
 // fields also override existing plans' (plans.Overrides.ApplyDetection).
 type DetectOptions struct {
 	PrepareOptions
-	Runs    int // detection runs per test (default DefaultRuns)
+	Runs int // detection runs per test (default DefaultRuns)
 	// TestsPerPair is how many of a package's tests delay one candidate
 	// pair in a call (share.go); below 1, every test with the pair.
 	TestsPerPair int
-	Seed    uint64
-	SeedSet bool
-	Ablate  abi.Ablation // parts of the algorithm turned off (abi.Ablations)
+	Seed         uint64
+	SeedSet      bool
+	Ablate       abi.Ablation // parts of the algorithm turned off (abi.Ablations)
 	Reports
 }
 

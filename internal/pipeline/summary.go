@@ -77,9 +77,9 @@ type Summary struct {
 	// SharedOut the tests detect did not delay since each of their pairs
 	// went to other tests.
 	SharedPairs, SharedOut, TestsPerPair int
-	Bugs                       []*report.Bug
-	Problems                   []Problem
-	Phases                     []Phase
+	Bugs                                 []*report.Bug
+	Problems                             []Problem
+	Phases                               []Phase
 }
 
 // Phase is the wall time of one phase.

@@ -118,35 +118,55 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	}
 	failures := at.failures
 	runs := at.k
-	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); k++ {
-		n := len(plan.Runs) + 1
-		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
-		r.record = !o.Basic && recordsRun(plan, k) // learn.go
-		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
-		if errors.Is(err, errBeside) {
-			s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
-			return 0, "", err
-		}
-		if err != nil {
-			return 0, "", err
-		}
-		switch rr.Status {
-		case report.BugFound:
-			rr.Bug.Runs = k + 1
-			s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
-			s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
-			return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
-		case report.TimedOut:
-			return 0, "", &testError{note: "timeout",
-				err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
-		case report.SetupFailed:
-			return 0, "", errors.New(rr.Reason)
-		case report.Fail:
-			if rr.Known == nil { // else the panic is a bug already on record, reached again
-				failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
+	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); {
+		batch := make([]started, 1+siblings(s, o, plan, k, resumed))
+		var wg sync.WaitGroup
+		for i := len(batch) - 1; i >= 0; i-- {
+			n := len(plan.Runs) + 1 + i
+			r := runSpec{n: n, seed: o.Seed + uint64(k+i), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
+			r.record = !o.Basic && recordsRun(plan, k+i) // learn.go
+			if i == 0 {                                  // on this worker, the siblings beside it
+				batch[0] = startRun(ctx, s, o, j, plan, r)
+				break
 			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer s.gate.release()
+				batch[i] = startRun(ctx, s, o, j, plan, r)
+			}()
 		}
-		runs++
+		wg.Wait()
+		// In order; a run after one that stopped the test does not count.
+		for _, st := range batch {
+			r := st.r
+			rr, err := finishRun(ctx, s, o, j, plan, tab, st)
+			if errors.Is(err, errBeside) {
+				s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
+				return 0, "", err
+			}
+			if err != nil {
+				return 0, "", err
+			}
+			switch rr.Status {
+			case report.BugFound:
+				rr.Bug.Runs = k + 1
+				s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
+				s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
+				return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
+			case report.TimedOut:
+				return 0, "", &testError{note: "timeout",
+					err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
+			case report.SetupFailed:
+				return 0, "", errors.New(rr.Reason)
+			case report.Fail:
+				if rr.Known == nil { // else the panic is a bug already on record, reached again
+					failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
+				}
+			}
+			runs++
+			k++
+		}
 	}
 	if len(failures) > 0 {
 		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n"+strings.Join(failures, "\n"))
@@ -204,7 +224,11 @@ func detectSetup(ctx context.Context, s *session, o *DetectOptions, j job, at re
 	}
 	if out, n := s.shares.out(j); out && !plan.Empty() {
 		s.sum.add(func(s *Summary) { s.SharedOut++ })
-		note := fmt.Sprintf("not delayed in this call: each of its %s is delayed in %d other tests of the package (--tests-per-pair); a later detect gives it some", plural(n, "candidate pair", "candidate pairs"), o.TestsPerPair)
+		what := fmt.Sprintf("each of its %d candidate pairs is", n)
+		if n == 1 {
+			what = "its candidate pair is"
+		}
+		note := fmt.Sprintf("not delayed in this call: %s delayed in %d other tests of the package (--tests-per-pair); a later detect gives it some", what, o.TestsPerPair)
 		if len(known) > 0 {
 			return nil, known, fmt.Sprintf("%d known bug(s); %s", len(known), note), nil
 		}
@@ -389,61 +413,112 @@ func (r runSpec) output() string { return r.base + ".log" }
 // binary on a copy of the plan, judges the run (report.Outcome), folds it
 // into the plan and saves the plan.
 func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec) (*report.RunResult, error) {
-	pkg, test := j.pkg.ImportPath, j.test
-	logPath, crashPath := r.base+".wlog", r.base+".crash"
-	os.Remove(logPath)
-	os.Remove(crashPath)
+	st := startRun(ctx, s, o, j, plan, r)
+	return finishRun(ctx, s, o, j, plan, tab, st)
+}
+
+// siblingMin is the shortest preparation run of a test whose later
+// detection runs may run side by side (tests lower it).
+var siblingMin = time.Second
+
+// siblings returns how many more of test j's runs start beside its run k:
+// after the first run of the call (which may record, and whose decay,
+// prunes and grown delays the others read), for a test whose preparation
+// run took at least siblingMin, as many as the gate admits now. A resumed
+// test's runs go on alone. The siblings read the same plan, so they lose
+// the decay between them; every run is still folded into the plan in
+// order. The caller releases each admission when its run ended.
+func siblings(s *session, o *DetectOptions, plan *plans.Plan, k int, resumed bool) int {
+	if resumed || k == 0 || o.Basic || plan.Provenance.DurationNs < int64(siblingMin) {
+		return 0
+	}
+	n := 0
+	for k+1+n < o.Runs && s.gate.tryAcquire() {
+		n++
+	}
+	if n > 0 {
+		s.sum.add(func(s *Summary) { s.Siblings += n })
+	}
+	return n
+}
+
+// started is a detection run whose process ended: what finishRun needs.
+type started struct {
+	r       runSpec
+	runPlan string   // the plan copy it read
+	env     []string // its environment, for the reproduce command
+	args    []string // the test binary's arguments
+	logPath string
+	crash   string
+	raw     string // its trace, for a run that recorded
+	res     testrun.Result
+	again   bool // it failed beside another test of its package
+	err     error
+}
+
+// startRun writes run r's plan copy and runs test j's binary on it.
+func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, r runSpec) started {
+	st := started{r: r, logPath: r.base + ".wlog", crash: r.base + ".crash", runPlan: r.base + ".plan.json"}
+	os.Remove(st.logPath)
+	os.Remove(st.crash)
 	// The run reads a copy of the plan: the live plan changes after every
 	// run, and the copy is what the report's reproduce command needs to
 	// repeat this run's decisions.
-	runPlan := r.base + ".plan.json"
-	if err := os.MkdirAll(filepath.Dir(r.base), 0o755); err != nil {
-		return nil, err
+	if st.err = os.MkdirAll(filepath.Dir(r.base), 0o755); st.err != nil {
+		return st
 	}
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
 	// Pairs given to other tests of the package are not in it (share.go).
-	if err := plans.Save(runPlan, s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)); err != nil {
-		return nil, err
+	if st.err = plans.Save(st.runPlan, s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)); st.err != nil {
+		return st
 	}
-	env := []string{
+	st.env = []string{
 		abi.Env(abi.EnvMode, abi.ModeDetect), // ModeDetectRecord below for a recording run
-		abi.Env(abi.EnvPlan, runPlan),
+		abi.Env(abi.EnvPlan, st.runPlan),
 		abi.Env(abi.EnvSeed, strconv.FormatUint(r.seed, 10)),
 		abi.Env(abi.EnvRun, strconv.Itoa(r.n)),
-		abi.Env(abi.EnvLog, logPath),
-		abi.Env(abi.EnvCrash, crashPath),
+		abi.Env(abi.EnvLog, st.logPath),
+		abi.Env(abi.EnvCrash, st.crash),
 	}
 	if o.Ablate != 0 {
-		env = append(env, abi.Env(abi.EnvAblate, o.Ablate.String()))
+		st.env = append(st.env, abi.Env(abi.EnvAblate, o.Ablate.String()))
 	}
-	runEnv, raw := env, ""
+	runEnv := st.env
 	if r.record {
 		// The report's reproduce command repeats the run without
 		// recording (env).
-		raw = r.base + ".wraw"
-		os.Remove(raw)
-		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
+		st.raw = r.base + ".wraw"
+		os.Remove(st.raw)
+		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, st.raw)}, st.env[1:]...)
 	}
 	sub, skip := o.subtestArgs()
-	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
-	res, again, err := s.startOnce(ctx, j.pkg, tr)
-	if err != nil {
-		return nil, err
+	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: j.test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
+	st.args = tr.Args()
+	st.res, st.again, st.err = s.startOnce(ctx, j.pkg, tr)
+	return st
+}
+
+// finishRun judges the run st, folds it into the plan and saves the plan;
+// errBeside when the run failed beside another test of its package.
+func finishRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, st started) (*report.RunResult, error) {
+	if st.err != nil {
+		return nil, st.err
 	}
-	if again {
+	if st.again {
 		// The run does not count; the test's runs go on, this one
 		// first, when none of its package runs beside it.
 		return nil, errBeside
 	}
-	output, _ := os.ReadFile(res.Output)
+	pkg, test, r := j.pkg.ImportPath, j.test, st.r
+	output, _ := os.ReadFile(st.res.Output)
 	rr, err := report.Outcome(report.RunInput{
-		Plan: plan, PlanPath: runPlan, Sites: tab,
+		Plan: plan, PlanPath: st.runPlan, Sites: tab,
 		Package: pkg, Test: test, Binary: j.pkg.Binary,
-		Args: tr.Args(),
-		Env:  env, Run: r.n, Seed: r.seed,
-		LogPath: logPath, CrashPath: crashPath, Stderr: output,
-		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
+		Args: st.args,
+		Env:  st.env, Run: r.n, Seed: r.seed,
+		LogPath: st.logPath, CrashPath: st.crash, Stderr: output,
+		ExitCode: st.res.ExitCode, Killed: st.res.TimedOut && st.res.ExitCode == -1, Duration: st.res.Duration,
 		// saveBundle replaces it with 'wafl reproduce REPORT'.
 		Reproduce: fmt.Sprintf("%s detect --runs 1 --seed %d --run '^%s$' %s", o.Self, r.seed, test, pkg),
 	})
@@ -451,7 +526,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		return nil, err
 	}
 	if rr.Status == report.BugFound {
-		if err := saveBundle(s.ws, o.Self, j, runPlan, plan, tab, rr.Bug); err != nil {
+		if err := saveBundle(s.ws, o.Self, j, st.runPlan, plan, tab, rr.Bug); err != nil {
 			return nil, err
 		}
 	}
@@ -460,7 +535,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		return nil, err
 	}
 	if r.record {
-		if err := learnFromRun(ctx, s, o, j, plan, raw, r, rr); err != nil {
+		if err := learnFromRun(ctx, s, o, j, plan, st.raw, r, rr); err != nil {
 			return nil, err
 		}
 	}

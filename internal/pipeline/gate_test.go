@@ -36,8 +36,24 @@ func TestChunk(t *testing.T) {
 		if len(chunks) != c.want {
 			t.Errorf("limit %v, %d tests: %d chunks; want %d", c.g, c.n, len(chunks), c.want)
 		}
-		if got := slices.Concat(chunks...); !slices.Equal(got, tests[:c.n]) {
-			t.Errorf("limit %v, %d tests: chunks %v do not cover the tests in order", c.g, c.n, chunks)
+		got := slices.Concat(chunks...)
+		slices.Sort(got)
+		if !slices.Equal(got, tests[:c.n]) {
+			t.Errorf("limit %v, %d tests: chunks %v do not cover the tests", c.g, c.n, chunks)
+		}
+		in := map[int]int{}
+		for i, ch := range chunks {
+			if len(ch) < c.n/len(chunks) || !slices.IsSorted(ch) {
+				t.Errorf("limit %v, %d tests: chunk %v is short or out of the tests' order", c.g, c.n, ch)
+			}
+			for _, x := range ch {
+				in[x] = i
+			}
+		}
+		for i := 1; i < c.n && c.want > 1; i++ {
+			if in[i] == in[i-1] {
+				t.Errorf("limit %v, %d tests: neighbours %d and %d in one chunk: %v", c.g, c.n, i-1, i, chunks)
+			}
 		}
 	}
 	for n, want := range map[int][]string{1: {"_package"}, 3: {"_package1", "_package2", "_package3"}} {
@@ -95,7 +111,8 @@ func TestSpread(t *testing.T) {
 // package directory until TestB has tried to take it (or 20 seconds
 // passed); TestB waits until TestA holds it or is done, then fails when
 // it cannot take it. Run one after another, as go test runs them, both
-// pass; side by side, TestB fails.
+// pass; side by side, TestB fails. A package run dealt into two chunks
+// puts TestA and TestB, its first two tests, in different ones.
 const lockSrc = `package lock
 
 import (
@@ -130,10 +147,6 @@ func TestA(t *testing.T) {
 	}
 }
 
-func TestP1(t *testing.T) {}
-func TestP2(t *testing.T) {}
-func TestP3(t *testing.T) {}
-
 func TestB(t *testing.T) {
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat("lock"); err == nil {
@@ -150,6 +163,10 @@ func TestB(t *testing.T) {
 	}
 	os.Remove("lock")
 }
+
+func TestP1(t *testing.T) {}
+func TestP2(t *testing.T) {}
+func TestP3(t *testing.T) {}
 
 func TestQ1(t *testing.T) {}
 func TestQ2(t *testing.T) {}

@@ -12,10 +12,11 @@ import (
 // for the whole --timeout. A run takes the time of its preparation run,
 // stretched by the load and lengthened by its delays, which the plan caps
 // per run: one that takes hangFactor times its preparation run plus that
-// cap, and at least hangFloor, is killed as a timeout.
+// cap, and at least hangFloor (six times the default cap of 5 s), is
+// killed as a timeout.
 const (
 	hangFactor = 10
-	hangFloor  = time.Minute
+	hangFloor  = 30 * time.Second
 )
 
 // runTimeout is the timeout of a detection run of plan: timeout, or the

@@ -15,7 +15,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("no preparation duration: %v, want --timeout", got)
 	}
 	p.SetDuration(int64(300 * time.Millisecond))
-	if got := runTimeout(10*time.Minute, p); got != time.Minute+5*time.Second {
+	if got := runTimeout(10*time.Minute, p); got != hangFloor+5*time.Second {
 		t.Errorf("short test: %v, want the floor plus the delay cap", got)
 	}
 	if !strings.Contains(timeoutNote(10*time.Minute, p), "taken for a hang") {

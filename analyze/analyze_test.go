@@ -379,7 +379,7 @@ func TestMalformedRowsAreSkipped(t *testing.T) {
 	s := source([]row{
 		initAt(0, 1, 1, 10, 0xA),
 		{5 * ms, 2, 1, 20, 0xA, abi.NumOps}, // unknown op
-		useAt(5*ms, 2, 1, 0, 0xA),  // site 0
+		useAt(5*ms, 2, 1, 0, 0xA),           // site 0
 		useAt(6*ms, 2, 1, 20, 0xA),
 	}, 10)
 	s.Batches[0].Op = append(s.Batches[0].Op, uint8(abi.OpUse)) // ragged

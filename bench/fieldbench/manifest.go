@@ -43,28 +43,28 @@ import (
 
 // Manifest is one field bug.
 type Manifest struct {
-	Name      string // file name without .field
-	Dir       string // directory of the manifest (patch files are relative to it)
-	Project   string
-	Module    string
-	Version   string
-	Package   string
-	Test      string
-	Run       string // -run pattern when the test is a subtest (default ^TEST$)
-	Patch     string
-	Panic     string
-	Issue     string
-	Fix       string
-	FixedIn   string
-	TestFrom  string
-	Summary   string
-	Class     string // off-path, map-entry or late-goroutine, optional
+	Name     string // file name without .field
+	Dir      string // directory of the manifest (patch files are relative to it)
+	Project  string
+	Module   string
+	Version  string
+	Package  string
+	Test     string
+	Run      string // -run pattern when the test is a subtest (default ^TEST$)
+	Patch    string
+	Panic    string
+	Issue    string
+	Fix      string
+	FixedIn  string
+	TestFrom string
+	Summary  string
+	Class    string // off-path, map-entry or late-goroutine, optional
 	// Instrument are --instrument patterns (space-separated): dependency
 	// packages that hold one side of the race, optional.
 	Instrument string
-	Exposable string
-	Diagnosis string
-	Timeout   time.Duration
+	Exposable  string
+	Diagnosis  string
+	Timeout    time.Duration
 }
 
 // ModVersion is MODULE@VERSION.

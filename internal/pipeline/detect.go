@@ -142,6 +142,10 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			r := st.r
 			rr, err := finishRun(ctx, s, o, j, plan, tab, st)
 			if errors.Is(err, errBeside) {
+				plan.Provenance.FailedBeside++ // no siblings for it from now on
+				if err := plans.Save(s.ws.PlanPath(j.pkg.ImportPath, j.test), plan); err != nil {
+					return 0, "", err
+				}
 				s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
 				return 0, "", err
 			}
@@ -425,11 +429,12 @@ var siblingMin = time.Second
 // after the first run of the call (which may record, and whose decay,
 // prunes and grown delays the others read), for a test whose preparation
 // run took at least siblingMin, as many as the gate admits now. A resumed
-// test's runs go on alone. The siblings read the same plan, so they lose
+// test's runs go on alone, and a test one of whose runs ever failed beside
+// another (Provenance.FailedBeside: it binds a fixed port, say) gets none. The siblings read the same plan, so they lose
 // the decay between them; every run is still folded into the plan in
 // order. The caller releases each admission when its run ended.
 func siblings(s *session, o *DetectOptions, plan *plans.Plan, k int, resumed bool) int {
-	if resumed || k == 0 || o.Basic || plan.Provenance.DurationNs < int64(siblingMin) {
+	if resumed || k == 0 || o.Basic || plan.Provenance.DurationNs < int64(siblingMin) || plan.Provenance.FailedBeside > 0 {
 		return 0
 	}
 	n := 0

@@ -258,13 +258,12 @@ func DefaultProcs() int { return 4 * runtime.GOMAXPROCS(0) }
 // minChunk is the fewest tests a chunk of a package run has.
 const minChunk = 4
 
-// chunk deals the tests of a package run into chunks for spread: as many
-// as the gate could run at once beside a worker, but no more than leave
-// minChunk tests to each on average; one when the gate admits no process
-// beyond the workers'.
-// Test i goes to chunk i mod n, so each chunk keeps the tests' order and
-// neighbouring tests, which are often alike (two long pipeline tests, one
-// for each transport), run in different chunks.
+// chunk cuts the tests of a package run into chunks in their order, for
+// spread: as many as the gate could run at once beside a worker, but no
+// more than leave minChunk tests to each on average; one when the gate
+// admits no process beyond the workers'. Consecutive tests stay together:
+// neighbouring tests are often alike and share a fixed port or socket
+// path, and would fail beside each other and run again alone.
 func chunk[T any](tests []T, g *gate) [][]T {
 	n := 1
 	if g != nil && g.limit > 0 {
@@ -274,8 +273,8 @@ func chunk[T any](tests []T, g *gate) [][]T {
 		return [][]T{tests}
 	}
 	chunks := make([][]T, n)
-	for i, t := range tests {
-		chunks[i%n] = append(chunks[i%n], t)
+	for i := range n {
+		chunks[i] = tests[i*len(tests)/n : (i+1)*len(tests)/n]
 	}
 	return chunks
 }

@@ -142,7 +142,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			r := st.r
 			rr, err := finishRun(ctx, s, o, j, plan, tab, st)
 			if errors.Is(err, errBeside) {
-				plan.Provenance.FailedBeside++ // no siblings for it from now on
+				plan.CountFailedBeside() // no siblings for it from now on
 				if err := plans.Save(s.ws.PlanPath(j.pkg.ImportPath, j.test), plan); err != nil {
 					return 0, "", err
 				}

@@ -141,12 +141,6 @@ func (p *Plan) CountDetectRecord() {
 	p.Provenance.DetectRecorded++
 }
 
-// CountFailedBeside records one more detection run of p's test that
-// failed beside another run of its package (Provenance.FailedBeside).
-func (p *Plan) CountFailedBeside() {
-	p.Provenance.FailedBeside++
-}
-
 // AddDetected adds to p the candidate pairs of fresh, the plan analyzed
 // with p's analysis parameters from the trace of a detection run that also
 // recorded, that p lacks: at most MaxDetectCandidates of them (AddNew),

@@ -105,11 +105,6 @@ type Provenance struct {
 	// DurationNs is how long the test ran in the preparation run the
 	// plan was made from (0: not known).
 	DurationNs int64 `json:"duration_ns,omitempty"`
-	// FailedBeside counts the detection runs of the test that failed or
-	// hung while another run of its package ran beside it, and ran again
-	// alone. A test that did (a fixed port, a socket path, a file) gets
-	// no runs of its own beside each other any more.
-	FailedBeside int `json:"failed_beside,omitempty"`
 	// StaticLeft counts the static candidate pairs the analysis ranked
 	// below its cap per test and left out of the plan
 	// (analyze/static.go).

@@ -47,7 +47,9 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		"and the per-module results in bench/scripts/hunt/results/; do not edit by hand. "+
 		"Per module, on the same machine one after the other: `go test -count=1` (plain) and `go test -race -count=1` "+
 		"after building the plain, race and instrumented test binaries once each (not timed; `wafl instrument` into a directory of its own), then `wafl prepare` and `wafl detect --runs N` "+
-		"with a fresh work directory, all with the list's packages, `-skip` and `-short`. Times are wall / CPU "+
+		"with a fresh work directory, all with the list's packages, `-skip` and `-short`, and wafl's defaults otherwise "+
+		"(tests side by side while CPUs are idle; since wafl 7c3dd72 a candidate pair that many tests of a package share "+
+		"is delayed in 3 of them, `--tests-per-pair`, so a row's runs and delays depend on the wafl that made it). Times are wall / CPU "+
 		"(user + system of the command and every process it waited for). %d of %d listed modules have a result.\n\n",
 		len(run), len(mods))
 	b.WriteString("Usage: `make hunt` runs every listed module without a stored result (an interrupted hunt resumes); " +

@@ -118,59 +118,35 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	}
 	failures := at.failures
 	runs := at.k
-	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); {
-		batch := make([]started, 1+siblings(s, o, plan, k, resumed))
-		var wg sync.WaitGroup
-		for i := len(batch) - 1; i >= 0; i-- {
-			n := len(plan.Runs) + 1 + i
-			r := runSpec{n: n, seed: o.Seed + uint64(k+i), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
-			r.record = !o.Basic && recordsRun(plan, k+i) // learn.go
-			if i == 0 {                                  // on this worker, the siblings beside it
-				batch[0] = startRun(ctx, s, o, j, plan, r)
-				break
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer s.gate.release()
-				batch[i] = startRun(ctx, s, o, j, plan, r)
-			}()
+	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); k++ {
+		n := len(plan.Runs) + 1
+		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
+		r.record = !o.Basic && recordsRun(plan, k) // learn.go
+		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
+		if errors.Is(err, errBeside) {
+			s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
+			return 0, "", err
 		}
-		wg.Wait()
-		// In order; a run after one that stopped the test does not count.
-		for _, st := range batch {
-			r := st.r
-			rr, err := finishRun(ctx, s, o, j, plan, tab, st)
-			if errors.Is(err, errBeside) {
-				plan.CountFailedBeside() // no siblings for it from now on
-				if err := plans.Save(s.ws.PlanPath(j.pkg.ImportPath, j.test), plan); err != nil {
-					return 0, "", err
-				}
-				s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
-				return 0, "", err
-			}
-			if err != nil {
-				return 0, "", err
-			}
-			switch rr.Status {
-			case report.BugFound:
-				rr.Bug.Runs = k + 1
-				s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
-				s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
-				return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
-			case report.TimedOut:
-				return 0, "", &testError{note: "timeout",
-					err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
-			case report.SetupFailed:
-				return 0, "", errors.New(rr.Reason)
-			case report.Fail:
-				if rr.Known == nil { // else the panic is a bug already on record, reached again
-					failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
-				}
-			}
-			runs++
-			k++
+		if err != nil {
+			return 0, "", err
 		}
+		switch rr.Status {
+		case report.BugFound:
+			rr.Bug.Runs = k + 1
+			s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
+			s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
+			return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
+		case report.TimedOut:
+			return 0, "", &testError{note: "timeout",
+				err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
+		case report.SetupFailed:
+			return 0, "", errors.New(rr.Reason)
+		case report.Fail:
+			if rr.Known == nil { // else the panic is a bug already on record, reached again
+				failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
+			}
+		}
+		runs++
 	}
 	if len(failures) > 0 {
 		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n"+strings.Join(failures, "\n"))
@@ -419,32 +395,6 @@ func (r runSpec) output() string { return r.base + ".log" }
 func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec) (*report.RunResult, error) {
 	st := startRun(ctx, s, o, j, plan, r)
 	return finishRun(ctx, s, o, j, plan, tab, st)
-}
-
-// siblingMin is the shortest preparation run of a test whose later
-// detection runs may run side by side (tests lower it).
-var siblingMin = time.Second
-
-// siblings returns how many more of test j's runs start beside its run k:
-// after the first run of the call (which may record, and whose decay,
-// prunes and grown delays the others read), for a test whose preparation
-// run took at least siblingMin, as many as the gate admits now. A resumed
-// test's runs go on alone, and a test one of whose runs ever failed beside
-// another (Provenance.FailedBeside: it binds a fixed port, say) gets none. The siblings read the same plan, so they lose
-// the decay between them; every run is still folded into the plan in
-// order. The caller releases each admission when its run ended.
-func siblings(s *session, o *DetectOptions, plan *plans.Plan, k int, resumed bool) int {
-	if resumed || k == 0 || o.Basic || plan.Provenance.DurationNs < int64(siblingMin) || plan.Provenance.FailedBeside > 0 {
-		return 0
-	}
-	n := 0
-	for k+1+n < o.Runs && s.gate.tryAcquire() {
-		n++
-	}
-	if n > 0 {
-		s.sum.add(func(s *Summary) { s.Siblings += n })
-	}
-	return n
 }
 
 // started is a detection run whose process ended: what finishRun needs.

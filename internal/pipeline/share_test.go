@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memorder/wafl/plans"
 )
@@ -142,58 +141,5 @@ func TestSharesView(t *testing.T) {
 	}
 	if v := (*shares)(nil).view(j, p); v != p {
 		t.Error("a nil shares changed the plan")
-	}
-}
-
-// TestSiblingRunsFoldInOrder: a long test's second and third detection
-// runs start side by side when the gate admits them, and both are folded
-// into its plan in order, with their own seeds.
-func TestSiblingRunsFoldInOrder(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":         "module example.com/shared\n\ngo 1.22\n",
-		"shared_test.go": strings.Replace(sharedSrc, "func TestB(t *testing.T) { pair() }\nfunc TestC(t *testing.T) { pair() }\nfunc TestD(t *testing.T) { pair() }\n", "", 1),
-	})
-	o := DetectOptions{
-		PrepareOptions: PrepareOptions{
-			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
-			Packages: Packages{Patterns: []string{"./..."}},
-			Tests:    Tests{Parallel: 1},
-		},
-		Runs: 3,
-		Seed: 100, SeedSet: true,
-	}
-	if sum, err := Prepare(context.Background(), o.PrepareOptions); err != nil || sum.WithCandidates != 1 {
-		t.Fatalf("prepare: %v, %+v", err, sum)
-	}
-	defer func(f func() float64, d, m time.Duration) { gateIdle, gateSettle, siblingMin = f, d, m }(gateIdle, gateSettle, siblingMin)
-	gateIdle, gateSettle, siblingMin = func() float64 { return 2 }, time.Millisecond, 0
-	o.Procs = 3
-	var out strings.Builder
-	o.Stderr = &out
-	sum, err := Detect(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Problems) != 0 {
-		t.Fatalf("problems %v", sum.Problems)
-	}
-	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "shared", "TestA.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Siblings != 1 || sum.Beside < 2 {
-		t.Fatalf("%d sibling runs, %d processes beside another; want 1, ≥2\n%s", sum.Siblings, sum.Beside, out.String())
-	}
-	if len(p.Runs) != 3 {
-		t.Fatalf("plan has %d runs; want 3", len(p.Runs))
-	}
-	for i, r := range p.Runs {
-		if r.N != i+1 || r.Seed != 100+uint64(i) {
-			t.Errorf("run %d: number %d, seed %d; want %d, %d", i, r.N, r.Seed, i+1, 100+i)
-		}
-	}
-	if !strings.Contains(out.String(), "1 detection run of long tests beside an earlier run of the same test") {
-		t.Errorf("the summary does not count the sibling run:\n%s", out.String())
 	}
 }

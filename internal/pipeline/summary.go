@@ -72,9 +72,6 @@ type Summary struct {
 	// their package ran (gate.go), of Procs started, at most Peak at
 	// once; Alone those of them that failed or hung and ran again alone.
 	Beside, Procs, Peak, Alone int
-	// Siblings are the detection runs of long tests that ran beside an
-	// earlier run of the same test (detect.go, siblings).
-	Siblings int
 	// SharedPairs are the candidate pairs live in more than TestsPerPair
 	// tests of their package, each delayed in that many (share.go);
 	// SharedOut the tests detect did not delay since each of their pairs
@@ -185,9 +182,6 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 	if s.Beside > 0 {
 		fmt.Fprintf(w, "spread:   %d of %s ran beside another test of their package while CPUs were idle, at most %d at once; %s failed there and ran again alone\n",
 			s.Beside, plural(s.Procs, "test process", "test processes"), s.Peak, plural(s.Alone, "run", "runs"))
-		if s.Siblings > 0 {
-			fmt.Fprintf(w, "          %s of long tests beside an earlier run of the same test\n", plural(s.Siblings, "detection run", "detection runs"))
-		}
 	}
 	if len(s.Problems) > 0 {
 		probs := append([]Problem(nil), s.Problems...)

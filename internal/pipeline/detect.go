@@ -393,87 +393,61 @@ func (r runSpec) output() string { return r.base + ".log" }
 // binary on a copy of the plan, judges the run (report.Outcome), folds it
 // into the plan and saves the plan.
 func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec) (*report.RunResult, error) {
-	st := startRun(ctx, s, o, j, plan, r)
-	return finishRun(ctx, s, o, j, plan, tab, st)
-}
-
-// started is a detection run whose process ended: what finishRun needs.
-type started struct {
-	r       runSpec
-	runPlan string   // the plan copy it read
-	env     []string // its environment, for the reproduce command
-	args    []string // the test binary's arguments
-	logPath string
-	crash   string
-	raw     string // its trace, for a run that recorded
-	res     testrun.Result
-	again   bool // it failed beside another test of its package
-	err     error
-}
-
-// startRun writes run r's plan copy and runs test j's binary on it.
-func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, r runSpec) started {
-	st := started{r: r, logPath: r.base + ".wlog", crash: r.base + ".crash", runPlan: r.base + ".plan.json"}
-	os.Remove(st.logPath)
-	os.Remove(st.crash)
+	pkg, test := j.pkg.ImportPath, j.test
+	logPath, crashPath := r.base+".wlog", r.base+".crash"
+	os.Remove(logPath)
+	os.Remove(crashPath)
 	// The run reads a copy of the plan: the live plan changes after every
 	// run, and the copy is what the report's reproduce command needs to
 	// repeat this run's decisions.
-	if st.err = os.MkdirAll(filepath.Dir(r.base), 0o755); st.err != nil {
-		return st
+	runPlan := r.base + ".plan.json"
+	if err := os.MkdirAll(filepath.Dir(r.base), 0o755); err != nil {
+		return nil, err
 	}
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
 	// Pairs given to other tests of the package are not in it (share.go).
-	if st.err = plans.Save(st.runPlan, s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)); st.err != nil {
-		return st
+	if err := plans.Save(runPlan, s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)); err != nil {
+		return nil, err
 	}
-	st.env = []string{
+	env := []string{
 		abi.Env(abi.EnvMode, abi.ModeDetect), // ModeDetectRecord below for a recording run
-		abi.Env(abi.EnvPlan, st.runPlan),
+		abi.Env(abi.EnvPlan, runPlan),
 		abi.Env(abi.EnvSeed, strconv.FormatUint(r.seed, 10)),
 		abi.Env(abi.EnvRun, strconv.Itoa(r.n)),
-		abi.Env(abi.EnvLog, st.logPath),
-		abi.Env(abi.EnvCrash, st.crash),
+		abi.Env(abi.EnvLog, logPath),
+		abi.Env(abi.EnvCrash, crashPath),
 	}
 	if o.Ablate != 0 {
-		st.env = append(st.env, abi.Env(abi.EnvAblate, o.Ablate.String()))
+		env = append(env, abi.Env(abi.EnvAblate, o.Ablate.String()))
 	}
-	runEnv := st.env
+	runEnv, raw := env, ""
 	if r.record {
 		// The report's reproduce command repeats the run without
 		// recording (env).
-		st.raw = r.base + ".wraw"
-		os.Remove(st.raw)
-		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, st.raw)}, st.env[1:]...)
+		raw = r.base + ".wraw"
+		os.Remove(raw)
+		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
 	}
 	sub, skip := o.subtestArgs()
-	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: j.test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
-	st.args = tr.Args()
-	st.res, st.again, st.err = s.startOnce(ctx, j.pkg, tr)
-	return st
-}
-
-// finishRun judges the run st, folds it into the plan and saves the plan;
-// errBeside when the run failed beside another test of its package.
-func finishRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, st started) (*report.RunResult, error) {
-	if st.err != nil {
-		return nil, st.err
+	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
+	res, again, err := s.startOnce(ctx, j.pkg, tr)
+	if err != nil {
+		return nil, err
 	}
-	if st.again {
+	if again {
 		// The run does not count; the test's runs go on, this one
 		// first, when none of its package runs beside it.
 		return nil, errBeside
 	}
-	pkg, test, r := j.pkg.ImportPath, j.test, st.r
-	output, _ := os.ReadFile(st.res.Output)
+	output, _ := os.ReadFile(res.Output)
 	rr, err := report.Outcome(report.RunInput{
-		Plan: plan, PlanPath: st.runPlan, Sites: tab,
+		Plan: plan, PlanPath: runPlan, Sites: tab,
 		Package: pkg, Test: test, Binary: j.pkg.Binary,
-		Args: st.args,
-		Env:  st.env, Run: r.n, Seed: r.seed,
-		LogPath: st.logPath, CrashPath: st.crash, Stderr: output,
-		ExitCode: st.res.ExitCode, Killed: st.res.TimedOut && st.res.ExitCode == -1, Duration: st.res.Duration,
+		Args: tr.Args(),
+		Env:  env, Run: r.n, Seed: r.seed,
+		LogPath: logPath, CrashPath: crashPath, Stderr: output,
+		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
 		// saveBundle replaces it with 'wafl reproduce REPORT'.
 		Reproduce: fmt.Sprintf("%s detect --runs 1 --seed %d --run '^%s$' %s", o.Self, r.seed, test, pkg),
 	})
@@ -481,7 +455,7 @@ func finishRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		return nil, err
 	}
 	if rr.Status == report.BugFound {
-		if err := saveBundle(s.ws, o.Self, j, st.runPlan, plan, tab, rr.Bug); err != nil {
+		if err := saveBundle(s.ws, o.Self, j, runPlan, plan, tab, rr.Bug); err != nil {
 			return nil, err
 		}
 	}
@@ -490,7 +464,7 @@ func finishRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		return nil, err
 	}
 	if r.record {
-		if err := learnFromRun(ctx, s, o, j, plan, st.raw, r, rr); err != nil {
+		if err := learnFromRun(ctx, s, o, j, plan, raw, r, rr); err != nil {
 			return nil, err
 		}
 	}

@@ -91,6 +91,21 @@ func TestSpread(t *testing.T) {
 	}
 }
 
+// takeSrc is take(t), which creates the file "lock" in the package
+// directory and says whether it did (false: it exists).
+const takeSrc = `func take(t *testing.T) bool {
+	f, err := os.OpenFile("lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return true
+}
+`
+
 // lockSrc are eight tests of one package. TestA holds a lock file in the
 // package directory until TestB has tried to take it (or 20 seconds
 // passed); TestB waits until TestA holds it or is done, then fails when
@@ -106,18 +121,7 @@ import (
 	"time"
 )
 
-func take(t *testing.T) bool {
-	f, err := os.OpenFile("lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return true
-}
-
+` + takeSrc + `
 func TestA(t *testing.T) {
 	if !take(t) {
 		t.Fatal("lock held")
@@ -275,18 +279,7 @@ func exists(name string) bool {
 	return err == nil
 }
 
-func take(t *testing.T) bool {
-	f, err := os.OpenFile("lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return true
-}
-
+` + takeSrc + `
 func TestA(t *testing.T) {
 	pair()
 	if !exists("arm") {
@@ -321,33 +314,15 @@ func TestB(t *testing.T) {
 // TestA's; it does not count, and TestB's runs go on after TestA's, with
 // nothing beside, where it passes: no problem, one run in TestB's plan.
 func TestDetectDefersRunsThatFailBeside(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":           "module example.com/deferred\n\ngo 1.22\n",
-		"deferred_test.go": deferSrc,
-	})
-	o := DetectOptions{
-		PrepareOptions: PrepareOptions{
-			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
-			Packages: Packages{Patterns: []string{"./..."}},
-			Tests:    Tests{Parallel: 1},
-		},
-		Runs: 1,
-	}
-	sum, err := Prepare(context.Background(), o.PrepareOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.WithCandidates != 2 {
-		t.Fatalf("prepare: %d tests with candidates; want 2 (problems %v)", sum.WithCandidates, sum.Problems)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "arm"), nil, 0o644); err != nil {
+	o, _ := preparedModule(t, "deferred", deferSrc, 2)
+	if err := os.WriteFile(filepath.Join(o.Dir, "arm"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
 	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
 	o.Procs = 2
-	if sum, err = Detect(context.Background(), o); err != nil {
+	sum, err := Detect(context.Background(), o)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sum.Bugs) != 0 || len(sum.Problems) != 0 {

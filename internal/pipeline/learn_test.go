@@ -70,14 +70,16 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// TestLearnWhenPlanHasNoCandidates: detect makes a recording run for a
-// plan without candidates, merges what it finds, and the detection run
-// that follows exposes the bug.
-func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
+// preparedModule writes the module example.com/<name> with one test file
+// src in a fresh directory, prepares it with one worker and checks that
+// want tests got candidates. It returns detect's options for it (one run
+// per test) and prepare's summary.
+func preparedModule(t *testing.T, name, src string, want int) (DetectOptions, *Summary) {
+	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"go.mod":       "module example.com/late\n\ngo 1.22\n",
-		"late_test.go": lateSrc,
+		"go.mod":          "module example.com/" + name + "\n\ngo 1.22\n",
+		name + "_test.go": src,
 	})
 	o := DetectOptions{
 		PrepareOptions: PrepareOptions{
@@ -91,6 +93,17 @@ func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sum.WithCandidates != want {
+		t.Fatalf("prepare: %d tests with candidates; want %d (problems %v)", sum.WithCandidates, want, sum.Problems)
+	}
+	return o, sum
+}
+
+// TestLearnWhenPlanHasNoCandidates: detect makes a recording run for a
+// plan without candidates, merges what it finds, and the detection run
+// that follows exposes the bug.
+func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
+	o, sum := preparedModule(t, "late", lateSrc, 0)
 	if sum.Prepared != 1 || sum.WithCandidates != 0 {
 		t.Fatalf("prepare: %d prepared, %d with candidates; want 1, 0 (problems %v)", sum.Prepared, sum.WithCandidates, sum.Problems)
 	}
@@ -98,6 +111,7 @@ func TestLearnWhenPlanHasNoCandidates(t *testing.T) {
 	// learns at most once before the plan has candidates.
 	var bugs int
 	for i := 0; i < 4 && bugs == 0; i++ {
+		var err error
 		sum, err = Detect(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -286,26 +300,7 @@ func TestTwo(t *testing.T) {
 // records, and the pair the preparation run missed joins the plan, marked
 // as found by a detection run.
 func TestDetectionRunsLearn(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":      "module example.com/two\n\ngo 1.22\n",
-		"two_test.go": twoSrc,
-	})
-	o := DetectOptions{
-		PrepareOptions: PrepareOptions{
-			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
-			Packages: Packages{Patterns: []string{"./..."}},
-			Tests:    Tests{Parallel: 1},
-		},
-		Runs: 1,
-	}
-	sum, err := Prepare(context.Background(), o.PrepareOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.WithCandidates != 1 {
-		t.Fatalf("prepare: %d with candidates, want 1 (problems %v)", sum.WithCandidates, sum.Problems)
-	}
+	o, _ := preparedModule(t, "two", twoSrc, 1)
 	planPath := filepath.Join(o.WorkDir, "plans", "example.com", "two", "TestTwo.json")
 	before, err := plans.Load(planPath)
 	if err != nil {
@@ -315,7 +310,7 @@ func TestDetectionRunsLearn(t *testing.T) {
 	// machine: up to MaxDetectRecord detect calls, each records once.
 	learned, recorded := 0, 0
 	for i := 0; i < plans.MaxDetectRecord && learned == 0; i++ {
-		sum, err = Detect(context.Background(), o)
+		sum, err := Detect(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +357,7 @@ func TestDetectionRunsLearn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sum, err = Detect(context.Background(), o)
+	sum, err := Detect(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,27 +42,8 @@ func TestD(t *testing.T) { pair() }
 // TestSharedPairRotates: of four tests with one pair, each detect call
 // delays it in two, and the next call in the two others.
 func TestSharedPairRotates(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":         "module example.com/shared\n\ngo 1.22\n",
-		"shared_test.go": sharedSrc,
-	})
-	o := DetectOptions{
-		PrepareOptions: PrepareOptions{
-			Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
-			Packages: Packages{Patterns: []string{"./..."}},
-			Tests:    Tests{Parallel: 1},
-		},
-		Runs:         1,
-		TestsPerPair: 2,
-	}
-	sum, err := Prepare(context.Background(), o.PrepareOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.WithCandidates != 4 {
-		t.Fatalf("prepare: %d tests with candidates; want 4 (problems %v)", sum.WithCandidates, sum.Problems)
-	}
+	o, _ := preparedModule(t, "shared", sharedSrc, 4)
+	o.TestsPerPair = 2
 	runs := func() map[string]int {
 		m := map[string]int{}
 		for _, name := range []string{"TestA", "TestB", "TestC", "TestD"} {
@@ -78,7 +59,8 @@ func TestSharedPairRotates(t *testing.T) {
 	o.Stderr = &out
 	for call := 1; call <= 2; call++ {
 		out.Reset()
-		if sum, err = Detect(context.Background(), o); err != nil {
+		sum, err := Detect(context.Background(), o)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(sum.Problems) != 0 {
@@ -105,7 +87,8 @@ func TestSharedPairRotates(t *testing.T) {
 	}
 	// --tests-per-pair 0: every test delays its pairs.
 	o.TestsPerPair = 0
-	if sum, err = Detect(context.Background(), o); err != nil {
+	sum, err := Detect(context.Background(), o)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.SharedOut != 0 || sum.Runs != 4 {

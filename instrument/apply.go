@@ -97,7 +97,7 @@ func (ap *applier) pre(c *dstutil.Cursor) bool {
 	ds := c.Node().(*dst.AssignStmt)
 	tuple := ap.ed.has(s, actTuple)
 	for i, l := range s.Lhs {
-		if tuple || i < len(s.Rhs) && (ap.ed.has(s.Rhs[i], actStore) || ap.ed.has(s.Rhs[i], actEntryStore)) {
+		if tuple || i < len(s.Rhs) && (ap.ed.has(s.Rhs[i], actStore) || ap.ed.has(s.Rhs[i], actEntryStore) || ap.ed.has(s.Rhs[i], actStateSet)) {
 			ap.clones[l] = cleanClone(ds.Lhs[i])
 		}
 	}
@@ -192,8 +192,10 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.tuple(act, a.(*ast.AssignStmt), n.(*dst.AssignStmt))
 	case actGo:
 		return ap.goStmt(act, a.(*ast.GoStmt), n.(*dst.GoStmt))
-	case actCheckChan, actCheckFlag, actCheckAtomicBool, actCheckLookup, actCheckField:
+	case actCheckChan, actCheckFlag, actCheckAtomicBool, actCheckLookup, actCheckField, actCheckState:
 		return ap.editCheck(act, n)
+	case actStateSet:
+		return stateHook(act.site, n.(dst.Expr), ap.clones[act.lhs]) // states.go
 	case actHoist:
 		return hoistRecv(act, n.(dst.Expr)) // locks.go
 	case actEntryUse, actEntryStore, actEntryDelete, actSyncMap:

@@ -412,7 +412,7 @@ func (ap *applier) editCheck(act action, n dst.Node) dst.Node {
 		return cc
 	case actCheckFlag:
 		return call(hCheckFlag, siteLit(act.site), addr(n.(dst.Expr)))
-	case actCheckField:
+	case actCheckField, actCheckState:
 		return call(hCheckField, siteLit(act.site), addr(n.(dst.Expr)))
 	case actCheckLookup:
 		ix := n.(*dst.IndexExpr)

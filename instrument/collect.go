@@ -31,6 +31,7 @@ type collector struct {
 	ed     *edits
 	file   *ast.File
 	chk    *checkState         // check sites (checks.go), made on first use
+	states map[string]bool     // the walked function's state fields (states.go)
 	fresh  map[*types.Var]bool // locals holding maps made on the spot (entries.go), made on first use
 	noted  map[token.Pos]bool  // positions noted once (entries.go)
 }
@@ -57,9 +58,10 @@ func collect(fset *token.FileSet, info *types.Info, shared map[*types.Var]bool, 
 			}
 			c.funcs = append(c.funcs, declName(d))
 			c.decl, _ = info.Defs[d.Name].(*types.Func)
+			c.states = c.stateFields(d.Body) // states.go
 			c.walk(d.Body)
 			c.funcs = c.funcs[:0]
-			c.decl = nil
+			c.decl, c.states = nil, nil
 		case *ast.GenDecl:
 			ast.Inspect(d, func(n ast.Node) bool {
 				if lit, ok := n.(*ast.FuncLit); ok {
@@ -130,6 +132,7 @@ func (c *collector) visit(n, parent ast.Node) {
 	case *ast.AssignStmt:
 		c.assign(n, parent)
 		c.checkLookup(len(n.Lhs), n.Rhs, n) // checks.go
+		c.stateSet(n)                       // states.go
 		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
 			c.loadAssign(n.Lhs, nil, n.Rhs)
 			c.syncMapLoad(n.Lhs, nil, n.Rhs, n) // entries.go
@@ -174,6 +177,8 @@ func (c *collector) visit(n, parent ast.Node) {
 		c.checkSelect(n)
 	case *ast.IfStmt:
 		c.checkIf(n, c.file)
+	case *ast.BinaryExpr:
+		c.checkState(n) // states.go
 	case *ast.Ident:
 		c.osExit(n, parent)
 	}

@@ -397,7 +397,7 @@ func hoistRecv(act action, x dst.Expr) dst.Expr {
 // access a delay may be injected at.
 func hoistable(k actKind) bool {
 	switch k {
-	case actUse, actStore, actSend, actClose, actAtomicUse, actAtomicStore:
+	case actUse, actStore, actSend, actClose, actAtomicUse, actAtomicStore, actCheckState:
 		return true
 	}
 	return false

@@ -1,24 +1,25 @@
 // State transitions: the check-then-act of a state machine (docs/algorithm.md,
-// "Check-then-act pairs", state fields). A method that compares a field with
-// a declared constant and assigns the same field — `if c.state ==
-// StateClosed { return }; c.state = StateClosed`, `needEvent := s.state !=
-// SubStateSubscribing; s.state = SubStateSubscribing` — is one goroutine's
-// transition; when two goroutines run transitions of one object, the first
-// to compare decides which path the other takes (the loser returns early,
-// or skips an event). A passing run shows only one order. The compares are
-// check sites (the field's address is the object, as for a flag) and the
-// assignments record a dispose row of the same object, so that the
-// check-then-act rules of the analysis pair them; the delay of such a pair,
-// hoisted before the lock the transition holds, lets the other goroutine
-// make its transition first.
+// "Check-then-act pairs", state transitions). A method that takes a lock,
+// compares a field with a declared constant and assigns the same field —
+// `if c.state == StateClosed { return }; c.state = StateClosed`,
+// `needEvent := s.state != SubStateSubscribing; s.state =
+// SubStateSubscribing` — is one goroutine's transition; when two goroutines
+// run transitions of one object, the first to compare decides which path
+// the other takes (the loser returns early, or skips an event). A passing
+// run shows only one order. The compares are check sites (the field's
+// address is the object, as for a flag) and the assignments record a
+// dispose row of the same object, so that the check-then-act rules of the
+// analysis pair them; the delay of such a pair, hoisted before the lock the
+// transition holds, lets the other goroutine make its transition first.
 //
 // Sites:
 //   - kind "check": the load of x.f in `x.f == K` or `x.f != K` (either
 //     side), K a declared constant, in a top-level function that also
-//     assigns x.f (the same text) outside function literals; x.f is a pure,
-//     addressable field of integer or string type (type State string) of a
-//     shared object. The load
-//     becomes _waflCheckField(id, &x.f), as a channel field's nil check.
+//     assigns x.f (the same text) outside function literals and calls Lock
+//     or RLock of a sync.Mutex or RWMutex; x.f is a pure, addressable field
+//     of integer or string type (type State string) of a shared object. The
+//     load becomes _waflCheckField(id, &x.f), as a channel field's nil
+//     check.
 //   - kind "state": each assignment `x.f = v` of such a field in that
 //     function: v becomes _waflState(id, &x.f, v), which records a dispose
 //     row of &x.f before the store.
@@ -56,14 +57,20 @@ func _waflState[T any](site uint32, slot *T, v T) T {
 `
 
 // stateFields returns the texts of the state fields of the top-level
-// function body b: the integer and string fields it both compares with a declared
-// constant and assigns, outside function literals.
+// function body b: the integer and string fields it both compares with a
+// declared constant and assigns, outside function literals, when it also
+// takes a sync.Mutex or RWMutex (a transition another goroutine may run
+// at the same time; without a lock two transitions would be a data race,
+// which is -race's to find, and a parser's state is no such field).
 func (c *collector) stateFields(b *ast.BlockStmt) map[string]bool {
 	compared, assigned := map[string]bool{}, map[string]bool{}
+	locks := false
 	ast.Inspect(b, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:
 			return false
+		case *ast.CallExpr:
+			locks = locks || c.mutexLock(n)
 		case *ast.BinaryExpr:
 			if x := c.stateCompare(n); x != nil {
 				compared[exprString(c.fset, x)] = true
@@ -80,6 +87,9 @@ func (c *collector) stateFields(b *ast.BlockStmt) map[string]bool {
 		}
 		return true
 	})
+	if !locks {
+		return nil
+	}
 	var out map[string]bool
 	for k := range compared {
 		if assigned[k] {
@@ -90,6 +100,21 @@ func (c *collector) stateFields(b *ast.BlockStmt) map[string]bool {
 		}
 	}
 	return out
+}
+
+// mutexLock reports whether call is X.Lock() or X.RLock() on a
+// sync.Mutex or sync.RWMutex (also one embedded in X).
+func (c *collector) mutexLock(call *ast.CallExpr) bool {
+	fsel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok || (fsel.Sel.Name != "Lock" && fsel.Sel.Name != "RLock") || len(call.Args) != 0 {
+		return false
+	}
+	sel := c.info.Selections[fsel]
+	if sel == nil || sel.Kind() != types.MethodVal {
+		return false
+	}
+	fn, ok := sel.Obj().(*types.Func)
+	return ok && fn.Pkg() != nil && fn.Pkg().Path() == "sync"
 }
 
 // stateField reports whether x is a pure, addressable field of integer or

@@ -88,6 +88,7 @@ func allowed(b plans.Kind, k abi.PanicKind) bool {
 type siteIndex struct {
 	byLine map[string][]uint32 // "file:line" → sites
 	tab    *sites.Table
+	files  map[string]bool // the site table's files, made on first use
 }
 
 func newSiteIndex(tab *sites.Table) *siteIndex {
@@ -140,6 +141,30 @@ func (ix *siteIndex) lookup(f Frame) []uint32 {
 	return out
 }
 
+// inSiteFile reports whether frame f is in a file of the site table (a
+// relative, -trimpath file matches a site file ending with it).
+func (ix *siteIndex) inSiteFile(f Frame) bool {
+	if f.File == "" || ix.tab == nil {
+		return false
+	}
+	if ix.files == nil {
+		ix.files = map[string]bool{}
+		for _, s := range ix.tab.Sites {
+			ix.files[filepath.ToSlash(filepath.Clean(s.File))] = true
+		}
+	}
+	file := filepath.ToSlash(filepath.Clean(f.File))
+	if filepath.IsAbs(f.File) {
+		return ix.files[file]
+	}
+	for sf := range ix.files {
+		if strings.HasSuffix(sf, "/"+file) {
+			return true
+		}
+	}
+	return false
+}
+
 // firstSiteFrame is the panicking goroutine's innermost frame outside the
 // runtime, testing and wafl whose line holds sites, and those sites (nil
 // when no frame has any).
@@ -183,8 +208,12 @@ func contains(ids []uint32, id uint32) bool {
 // goroutine touched the object of a delay at ℓ1 while that delay was in
 // progress and the panic is at an instrumented site, or that the
 // panicking goroutine is the delayed one and another goroutine touched
-// its object during the delay (the stale case; see attributeReorder). When nothing
-// matches it returns nil and the reason, for the ordinary-failure report.
+// its object during the delay (the stale case; see attributeReorder), and a
+// check-then-act whose delayed goroutine lost the race and crashed at a
+// line without sites (attributeLostCheck). Delays that began after the
+// panicking goroutine's panic record are left out (beforePanic). When
+// nothing matches it returns nil and the reason, for the ordinary-failure
+// report.
 func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution, string) {
 	if c == nil {
 		return nil, "no panic"
@@ -200,6 +229,10 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 		return nil, "the traceback has no panicking goroutine"
 	}
 	ix := newSiteIndex(tab)
+	lg = beforePanic(lg, g, ix)
+	if len(lg.Delays) == 0 {
+		return nil, "no delay was injected in this run before the panic"
+	}
 	matchedSites := false
 	for _, f := range g.Frames {
 		if internalFrame(f) {
@@ -219,6 +252,9 @@ func Attribute(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash) (*Attribution
 	}
 	if a := attributeReorder(p, tab, lg, c, g, ix); a != nil {
 		return a.how(), ""
+	}
+	if a := attributeLostCheck(p, lg, c, g, ix); a != nil { // checkact.go
+		return a, ""
 	}
 	where := fmt.Sprintf("%s:%d", c.Failing.File, c.Failing.Line)
 	if !matchedSites {
@@ -374,4 +410,52 @@ func attributeAt(p *plans.Plan, lg *Log, c *Crash, gid int64, f Frame, ids []uin
 		}
 	}
 	return best
+}
+
+// beforePanic returns lg without the delays that began after the
+// panicking goroutine's operation was about to panic: its last panic
+// record, when that record's site is on one of its frames (the crash, not
+// an earlier panic the program recovered from). A goroutine runs its
+// deferred calls while it panics, before the crash is printed, and a
+// delay in one of them (a deferred Close passing a planned check) cannot
+// have caused the panic; nor can a delay another goroutine began after
+// it. The delay records are shared; the Log returned is a copy.
+func beforePanic(lg *Log, g *Goroutine, ix *siteIndex) *Log {
+	var pr *Panic
+	for i := len(lg.Panics) - 1; i >= 0; i-- {
+		if lg.Panics[i].G == uint64(g.ID) {
+			pr = &lg.Panics[i]
+			break
+		}
+	}
+	if pr == nil {
+		return lg
+	}
+	onFrame := false
+	for _, f := range g.Frames {
+		if !internalFrame(f) && contains(ix.lookup(f), pr.Site) {
+			onFrame = true
+			break
+		}
+	}
+	if !onFrame {
+		return lg
+	}
+	cut := false
+	for _, d := range lg.Delays {
+		cut = cut || d.Start > pr.T
+	}
+	if !cut {
+		return lg
+	}
+	out := *lg
+	out.Delays = nil
+	out.byID = map[uint64]*Delay{}
+	for _, d := range lg.Delays {
+		if d.Start <= pr.T {
+			out.Delays = append(out.Delays, d)
+			out.byID[d.ID] = d
+		}
+	}
+	return &out
 }

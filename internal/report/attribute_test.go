@@ -274,3 +274,90 @@ func TestCreditCheckActFromLog(t *testing.T) {
 		t.Errorf("credited a panic at no site: %+v", a)
 	}
 }
+
+// TestAttributeIgnoresDelaysAfterThePanic: a goroutine runs its deferred
+// calls while it panics; a delay in one of them (a deferred Close passing
+// a planned check) began after the operation that panicked and cannot
+// have caused it. The delay before the panic is credited, as in go-stomp's
+// Unsubscribe (the check delay of its wait loop; the crash 200 ms later;
+// then the deferred MustDisconnect's checks).
+func TestAttributeIgnoresDelaysAfterThePanic(t *testing.T) {
+	const file = "/m/p/s.go"
+	tab := &sites.Table{Version: sites.Version, Sites: []sites.Site{
+		{ID: 1, Kind: "check", File: file, Line: 10, Expr: "&s.state"},
+		{ID: 2, Kind: "check", File: file, Line: 20, Expr: "c.closed"},
+		{ID: 3, Kind: "send", File: file, Line: 30, Expr: "s.C"},
+	}}
+	p := newPlan(pairLoc(plans.CheckThenAct, 1, 1, ms), pairLoc(plans.CheckThenAct, 2, 2, ms))
+	early := &Delay{ID: 1, Site: 1, G: 7, Ns: ms, Start: 10, Ended: true}
+	late := &Delay{ID: 2, Site: 2, G: 7, Ns: ms, Start: 500, Ended: true}
+	crash := crashAt(abi.PanicSendClosed, 7, file, 30)
+
+	lg := logWith(early, late)
+	lg.Panics = []Panic{{T: 400, Site: 3, G: 7, Kind: abi.PanicSendClosed}}
+	a, why := Attribute(p, tab, lg, crash)
+	if a == nil || a.Delay.ID != 1 || a.Delay.Site != 1 {
+		t.Fatalf("attribution %+v (%s); want the delay at site 1, before the panic", a, why)
+	}
+	if len(lg.Delays) != 2 || lg.Delay(2) == nil {
+		t.Fatal("Attribute changed the run log")
+	}
+
+	// A panic record at a site on none of the goroutine's frames is an
+	// earlier panic the program recovered from: every delay counts, the
+	// latest wins.
+	lg = logWith(early, late)
+	lg.Panics = []Panic{{T: 400, Site: 2, G: 7, Kind: abi.PanicCloseClosed}}
+	if a, why := Attribute(p, tab, lg, crash); a == nil || a.Delay.ID != 2 {
+		t.Fatalf("attribution %+v (%s); want the latest delay", a, why)
+	}
+
+	// Only delays after the panic: no bug.
+	lg = logWith(late)
+	lg.Panics = []Panic{{T: 400, Site: 3, G: 7, Kind: abi.PanicSendClosed}}
+	if a, why := Attribute(p, tab, lg, crash); a != nil || !strings.Contains(why, "before the panic") {
+		t.Fatalf("attribution %+v (%q); want none: the only delay began after the panic", a, why)
+	}
+}
+
+// TestAttributeLostCheck: the delayed goroutine lost its compare-and-swap
+// to another goroutine during its delay (the reorder record at the pair's
+// ℓ2) and then crashed at a line without sites of an instrumented file —
+// connect-go's Send writing to the pipe it never created, inside io.
+func TestAttributeLostCheck(t *testing.T) {
+	const file = "/m/p/call.go"
+	tab := &sites.Table{Version: sites.Version, Sites: []sites.Site{
+		{ID: 1, Kind: "check", File: file, Line: 98, Expr: "d.requestSent"},
+		{ID: 2, Kind: "check", File: file, Line: 169, Expr: "d.requestSent"},
+	}}
+	p := newPlan(pairLoc(plans.CheckThenAct, 1, 2, ms))
+	d := &Delay{ID: 1, Site: 1, G: 9, Obj: 77, Ns: 4 * ms, Start: 10, Ended: true}
+	crash := &Crash{Panic: string(abi.PanicNilDeref), Kind: abi.PanicNilDeref, Goroutine: 9,
+		Failing: Frame{Func: "io.(*PipeWriter).Write", File: "/usr/local/go/src/io/pipe.go", Line: 161},
+		Goroutines: []Goroutine{{ID: 9, State: "running", Frames: []Frame{
+			{Func: "io.(*PipeWriter).Write", File: "/usr/local/go/src/io/pipe.go", Line: 161},
+			{Func: "example.com/p.(*call).Send", File: file, Line: 119},
+		}}}}
+	lost := Reorder{T: 20, First: 1, Second: 2, Delay: 1, G: 7, DelayG: 9, Obj: 77}
+
+	a, why := Attribute(p, tab, withReorder(logWith(d), lost), crash)
+	if a == nil || a.Kind != plans.CheckThenAct || a.Delay.ID != 1 || a.Frame.Line != 119 || a.PartnerG != 7 {
+		t.Fatalf("attribution %+v (%s); want check-then-act at call.go:119, partner 7", a, why)
+	}
+	cases := []struct {
+		name string
+		lg   *Log
+		c    *Crash
+	}{
+		{"no reorder", logWith(d), crash},
+		{"reorder at a site that is no ℓ2 of the location", withReorder(logWith(d), Reorder{T: 20, First: 1, Second: 1, Delay: 1, G: 7, DelayG: 9, Obj: 77}), crash},
+		{"delay still in progress", withReorder(logWith(&Delay{ID: 1, Site: 1, G: 9, Obj: 77, Ns: 4 * ms, Start: 10}), lost), crash},
+		{"crash outside the instrumented files", withReorder(logWith(d), lost), crashAt(abi.PanicNilDeref, 9, "/m/q/other.go", 5)},
+		{"not a panic of a lost check", withReorder(logWith(d), lost), crashAt(abi.PanicWGNegative, 9, file, 119)},
+	}
+	for _, c := range cases {
+		if a, _ := Attribute(p, tab, c.lg, c.c); a != nil {
+			t.Errorf("%s: attributed as %s; want no bug", c.name, a.Kind)
+		}
+	}
+}

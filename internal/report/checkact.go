@@ -123,3 +123,50 @@ func recoveredCrash(tab *sites.Table, pn Panic) *Crash {
 		msg, pn.G, f.Func, f.File, f.Line)
 	return c
 }
+
+// attributeLostCheck attributes the panic of the delayed side of a
+// check-then-act pair when its act is at no site: goroutine g was delayed
+// at ℓ1, a check-then-act location; a reorder record shows another
+// goroutine reached ℓ2 of one of ℓ1's check-then-act pairs, on the delay's
+// object, while the delay held g — the other goroutine checked (or swapped)
+// first, as the delay meant —; the delay ended, and g then panicked with a
+// panic a lost check-then-act makes, in a frame of a file of the site
+// table. The lost race sent g down a path that hands a nil value to code
+// outside the site table: connect-go's Send loses its CompareAndSwap to
+// CloseWrite, skips creating its request pipe, and writes to the nil
+// *io.PipeWriter inside package io (connectrpc/connect-go #919). The
+// failing location is that frame; the latest such delay wins.
+func attributeLostCheck(p *plans.Plan, lg *Log, c *Crash, g *Goroutine, ix *siteIndex) *Attribution {
+	if !allowedCheckAct(c.Kind) {
+		return nil
+	}
+	var f Frame
+	for _, fr := range g.Frames {
+		if !internalFrame(fr) && ix.inSiteFile(fr) {
+			f = fr
+			break
+		}
+	}
+	if f.File == "" {
+		return nil
+	}
+	var best *Attribution
+	for _, r := range lg.Reorders {
+		d := lg.Delay(r.Delay)
+		if d == nil || d.G != uint64(g.ID) || r.G == d.G || !d.Ended || (best != nil && d.Start <= best.Delay.Start) {
+			continue
+		}
+		loc := p.Location(d.Site)
+		if loc == nil {
+			continue
+		}
+		for _, pr := range loc.Pairs {
+			if pr.Kind == plans.CheckThenAct && pr.Second == r.Second {
+				best = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Frame: f, SameGoroutine: true,
+					Reordered: true, PartnerG: int64(r.G)}
+				break
+			}
+		}
+	}
+	return best
+}

@@ -89,7 +89,8 @@ func (ap *applier) pre(c *dstutil.Cursor) bool {
 		ap.before = append(ap.before, nil)
 	}
 	ap.preChecks(c.Node())
-	ap.preEntries(c.Node()) // entries.go
+	ap.preEntries(c.Node())      // entries.go
+	ap.preAtomicStates(c.Node()) // states.go
 	s, ok := ap.nodes[c.Node()].(*ast.AssignStmt)
 	if !ok {
 		return true
@@ -196,6 +197,8 @@ func (ap *applier) edit(act action, a ast.Node, n dst.Node) dst.Node {
 		return ap.editCheck(act, n)
 	case actStateSet:
 		return stateHook(act.site, n.(dst.Expr), ap.clones[act.lhs]) // states.go
+	case actAtomicState:
+		return ap.editAtomicState(act, n.(*dst.CallExpr)) // states.go
 	case actHoist:
 		return hoistRecv(act, n.(dst.Expr)) // locks.go
 	case actEntryUse, actEntryStore, actEntryDelete, actSyncMap:

@@ -30,10 +30,13 @@ type collector struct {
 	litSeq map[string]int // function literals so far, per top-level function
 	ed     *edits
 	file   *ast.File
-	chk    *checkState         // check sites (checks.go), made on first use
-	states map[string]bool     // the walked function's state fields (states.go)
-	fresh  map[*types.Var]bool // locals holding maps made on the spot (entries.go), made on first use
-	noted  map[token.Pos]bool  // positions noted once (entries.go)
+	chk    *checkState     // check sites (checks.go), made on first use
+	states map[string]bool // the walked function's state fields (states.go)
+	// atomicFields are the file's atomic state fields (states.go), made
+	// on first use.
+	atomicFields map[*types.Var]bool
+	fresh        map[*types.Var]bool // locals holding maps made on the spot (entries.go), made on first use
+	noted        map[token.Pos]bool  // positions noted once (entries.go)
 }
 
 // collect returns the edits for file. Function bodies are walked in source
@@ -163,6 +166,7 @@ func (c *collector) visit(n, parent ast.Node) {
 		c.arrayIndex(n)
 	case *ast.CallExpr:
 		c.call(n, parent)
+		c.atomicState(n, parent) // states.go
 	case *ast.SendStmt:
 		// No use of a map entry m[k] <- v: a deleted or not yet stored
 		// entry is a nil channel, on which the send blocks (a select case

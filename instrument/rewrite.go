@@ -147,7 +147,8 @@ type action struct {
 	// CompareAndSwap. For actAtomicFunc and actWaitGroup, op is the
 	// helper's name.
 	method string
-	lhs    ast.Expr           // actStore: the slot stored to
+	lhs    ast.Expr           // actStore: the slot stored to; actAtomicState: the atomic's expression
+	site2  uint32             // actAtomicState of a CompareAndSwap: its state site
 	slots  map[int]*tupleSlot // actTuple: lhs index -> store
 	// copyFun and copyArgs are, for actGo on a call of anything but a
 	// function literal, whether the function value and each argument are

@@ -135,7 +135,7 @@ func (c *collector) visit(n, parent ast.Node) {
 	case *ast.AssignStmt:
 		c.assign(n, parent)
 		c.checkLookup(len(n.Lhs), n.Rhs, n) // checks.go
-		c.stateSet(n)                       // states.go
+		c.stateSet(n, parent)               // states.go
 		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
 			c.loadAssign(n.Lhs, nil, n.Rhs)
 			c.syncMapLoad(n.Lhs, nil, n.Rhs, n) // entries.go

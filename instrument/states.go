@@ -182,9 +182,14 @@ func (c *collector) checkState(n *ast.BinaryExpr) {
 }
 
 // stateSet records the assignments of the walked function's state fields
-// in n (outside function literals): kind "state", the value wrapped.
-func (c *collector) stateSet(n *ast.AssignStmt) {
+// in n (outside function literals): kind "state", the value wrapped. The
+// receive of a select case (`case c.state = <-ch:`) must stay a receive and
+// is left alone.
+func (c *collector) stateSet(n *ast.AssignStmt, parent ast.Node) {
 	if len(c.states) == 0 || len(c.funcs) != 1 || n.Tok != token.ASSIGN || len(n.Lhs) != len(n.Rhs) {
+		return
+	}
+	if cc, ok := parent.(*ast.CommClause); ok && cc.Comm == n {
 		return
 	}
 	for i, l := range n.Lhs {
@@ -463,7 +468,7 @@ func (ap *applier) editAtomicState(act action, ce *dst.CallExpr) dst.Expr {
 	wrapTarget := func(helper string, site uint32) {
 		w := call(helper, siteLit(site), ptrOf(target))
 		if act.method == "" {
-			ce.Fun.(*dst.SelectorExpr).X = paren(&dst.StarExpr{X: w})
+			unparen(ce.Fun).(*dst.SelectorExpr).X = paren(&dst.StarExpr{X: w})
 		} else {
 			ce.Args[0] = w
 		}

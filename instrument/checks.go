@@ -289,20 +289,25 @@ func (c *collector) inCloser(n ast.Node, file *ast.File) bool {
 	return false
 }
 
-// flagField reports whether x is a shared bool field read by value.
-func (c *collector) flagField(x *ast.SelectorExpr) bool {
+// sharedFieldType returns the type of x when x is a pure, addressable
+// field of a shared object (a field a check can hook by its address),
+// else nil. The flag, channel-field and state checks share it.
+func (c *collector) sharedFieldType(x *ast.SelectorExpr) types.Type {
 	sel := c.info.Selections[x]
 	if sel == nil || sel.Kind() != types.FieldVal {
-		return false
+		return nil
 	}
 	tv, ok := c.info.Types[x]
-	if !ok || !tv.Addressable() {
-		return false
+	if !ok || !tv.Addressable() || !c.pure(x) || !c.sharedRoot(x) {
+		return nil
 	}
-	if b, ok := under(tv.Type).(*types.Basic); !ok || b.Kind() != types.Bool {
-		return false
-	}
-	return c.pure(x) && c.sharedRoot(x)
+	return tv.Type
+}
+
+// flagField reports whether x is a shared bool field read by value.
+func (c *collector) flagField(x *ast.SelectorExpr) bool {
+	b, ok := under(c.sharedFieldType(x)).(*types.Basic)
+	return ok && b.Kind() == types.Bool
 }
 
 // nilComparedChanField returns the channel field x.f of a comparison
@@ -320,18 +325,7 @@ func (c *collector) nilComparedChanField(b *ast.BinaryExpr) *ast.SelectorExpr {
 		if !ok {
 			continue
 		}
-		sel := c.info.Selections[x]
-		if sel == nil || sel.Kind() != types.FieldVal {
-			continue
-		}
-		tv, ok := c.info.Types[x]
-		if !ok || !tv.Addressable() {
-			continue
-		}
-		if _, isChan := under(tv.Type).(*types.Chan); !isChan {
-			continue
-		}
-		if c.pure(x) && c.sharedRoot(x) {
+		if _, isChan := under(c.sharedFieldType(x)).(*types.Chan); isChan {
 			return x
 		}
 	}

@@ -120,18 +120,8 @@ func (c *collector) mutexLock(call *ast.CallExpr) bool {
 // stateField reports whether x is a pure, addressable field of integer or
 // string type of a shared object.
 func (c *collector) stateField(x *ast.SelectorExpr) bool {
-	sel := c.info.Selections[x]
-	if sel == nil || sel.Kind() != types.FieldVal {
-		return false
-	}
-	tv, ok := c.info.Types[x]
-	if !ok || !tv.Addressable() {
-		return false
-	}
-	if b, ok := under(tv.Type).(*types.Basic); !ok || b.Info()&(types.IsInteger|types.IsString) == 0 {
-		return false
-	}
-	return c.pure(x) && c.sharedRoot(x)
+	b, ok := under(c.sharedFieldType(x)).(*types.Basic)
+	return ok && b.Info()&(types.IsInteger|types.IsString) != 0
 }
 
 // stateCompare returns the field x.f of `x.f == K` or `x.f != K` (either

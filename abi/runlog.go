@@ -121,6 +121,7 @@ const (
 	KeyT  = "t"
 
 	KeyUnixNs        = "unix_ns"        // setup: wall-clock start
+	KeyMonoNs        = "mono_ns"        // setup: the runtime's monotonic clock at the start, the trace's time base
 	KeyPid           = "pid"            // setup: process id
 	KeyRun           = "run"            // setup: run number (EnvRun)
 	KeySeed          = "seed"           // setup: the run's seed
@@ -173,7 +174,7 @@ type RunLogRecord struct {
 
 // RunLog is the run log's record table, one entry per kind.
 var RunLog = [...]RunLogRecord{
-	{Ev: EvSetup, Keys: []string{KeyUnixNs, KeyPid, KeyRun, KeySeed, KeySeedSet, KeyPlan, KeyLocations, KeyLiveLocations, KeyAblate}},
+	{Ev: EvSetup, Keys: []string{KeyUnixNs, KeyMonoNs, KeyPid, KeyRun, KeySeed, KeySeedSet, KeyPlan, KeyLocations, KeyLiveLocations, KeyAblate}},
 	{Ev: EvDelay, Keys: []string{KeyID, KeySite, KeyG, KeyObj, KeyNs, KeyN}},
 	{Ev: EvEnd, Keys: []string{KeyID, KeySite, KeyG, KeyNs, KeyP}},
 	{Ev: EvSkip, Keys: []string{KeySite, KeyG, KeyN, KeyWhy}, Optional: []string{KeyBy, KeyID, KeyDelayG}},

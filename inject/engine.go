@@ -134,6 +134,10 @@ type clock struct {
 	now       func() int64
 	sleep     func(ns int64)
 	unixStart int64
+	// monoStart is the runtime's monotonic clock at the start: "t" of
+	// the run log plus monoStart is the time a recording run's trace
+	// gives the same moment.
+	monoStart int64
 }
 
 func realClock() clock {
@@ -146,6 +150,7 @@ func realClock() clock {
 		now:       func() int64 { return nanotime() - start },
 		sleep:     realSleep, // real time even inside a synctest bubble
 		unixStart: time.Now().UnixNano(),
+		monoStart: start,
 	}
 }
 

@@ -167,6 +167,7 @@ func (e *engine) logSetup() {
 	}
 	r := newRec(abi.EvSetup, 0).
 		int(abi.KeyUnixNs, e.clk.unixStart).
+		int(abi.KeyMonoNs, e.clk.monoStart).
 		int(abi.KeyPid, int64(os.Getpid())).
 		int(abi.KeyRun, int64(e.cfg.run)).
 		uint(abi.KeySeed, e.cfg.seed).

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/memorder/wafl/internal/trace"
 	"os"
 	"path/filepath"
 	"slices"
@@ -318,7 +319,10 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 			NoLoadScale: true,
 			NoForkOrder: o.Params.NoForkOrder,
 		}
-		fresh, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan)
+		// The run's own delays are taken out of the trace's times: a gap
+		// they stretched would give the new pair a delay as long as
+		// theirs, and the next run's delays would grow on it.
+		fresh, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan, runPauses(rr.Log))
 		if err != nil {
 			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
 		}
@@ -332,6 +336,28 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		s.DetectLearned += added
 	})
 	return nil
+}
+
+// runPauses are the delays and awaits of a detection run's log on the
+// runtime's monotonic clock, the time base of the trace the run recorded:
+// nil for a log without its setup's mono_ns.
+func runPauses(l *report.Log) *trace.Pauses {
+	if l == nil || l.Setup == nil || l.Setup.MonoNs == 0 {
+		return nil
+	}
+	base := l.Setup.MonoNs
+	iv := make([][2]int64, 0, len(l.Delays)+len(l.Awaits))
+	for _, d := range l.Delays {
+		end := d.Start + d.Ns
+		if d.Ended {
+			end = d.End
+		}
+		iv = append(iv, [2]int64{base + d.Start, base + end})
+	}
+	for _, a := range l.Awaits {
+		iv = append(iv, [2]int64{base + a.T - a.Ns, base + a.T})
+	}
+	return trace.NewPauses(iv)
 }
 
 // paren is " (s)", or "" for an empty s.

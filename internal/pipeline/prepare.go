@@ -177,7 +177,7 @@ func countPredicted(s *session, stats *analyze.Stats) {
 // (plans.Provenance.Late); d is how long the test ran (0: not known).
 func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil)
+	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +202,7 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 // trace arrows, removes raw and analyzes the trace into a plan, which it
 // returns without saving it. known, if not nil, is the plan the result
 // will extend (analyze.Options.Known).
-func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan) (*plans.Plan, *analyze.Stats, error) {
+func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
@@ -213,7 +213,7 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if err := split.StripInPlace(raw); err != nil {
 		return nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
 	}
-	if _, err := trace.Convert(raw, arrows, meta); err != nil && !errors.Is(err, trace.ErrTruncated) {
+	if _, err := trace.ConvertWithout(raw, arrows, meta, pauses); err != nil && !errors.Is(err, trace.ErrTruncated) {
 		return nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
 	}
 	os.Remove(raw)

@@ -53,6 +53,7 @@ type Log struct {
 // Setup is the log's first record.
 type Setup struct {
 	UnixNs        int64  `json:"unix_ns"` // wall-clock start; every "t" is relative to it
+	MonoNs        int64  `json:"mono_ns"` // the same start on the runtime's monotonic clock, a trace's time base
 	Pid           int    `json:"pid"`
 	Run           int    `json:"run"`
 	Seed          uint64 `json:"seed"`

@@ -21,6 +21,13 @@ const convertRows = 1 << 16
 // good batch, the trace is closed properly, and the error (wrapping
 // ErrTruncated or ErrCorrupt) is returned with the count.
 func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
+	return ConvertWithout(rawPath, outPath, meta, nil)
+}
+
+// ConvertWithout is Convert with the pauses p taken out of every time
+// stamp (Pauses.Remove): the trace of a recording detection run, read as
+// if wafl had injected no delay. A nil p changes nothing.
+func ConvertWithout(rawPath, outPath string, meta Meta, pauses *Pauses) (events int64, err error) {
 	in, err := os.Open(rawPath)
 	if err != nil {
 		return 0, fmt.Errorf("opening spill file: %w", err)
@@ -71,7 +78,14 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 			for len(p) > 0 {
 				room := convertRows - b.Len()
 				k := min(room, len(p)/abi.RawRecordSize)
+				base := b.Len()
 				decodeInto(b, p[:k*abi.RawRecordSize])
+				if pauses != nil {
+					t := b.Time[base:]
+					for i := range t {
+						t[i] = pauses.Remove(t[i])
+					}
+				}
 				p = p[k*abi.RawRecordSize:]
 				if b.Len() == convertRows {
 					if err := flush(); err != nil {

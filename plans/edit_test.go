@@ -84,6 +84,15 @@ func TestForRun(t *testing.T) {
 	if n := p.ForRun(3, true); n.Params.Stretch != 1 || n.Params.SlackNs != DefaultSlackNs {
 		t.Errorf("unscaled run params %+v", n.Params)
 	}
+	// The caps stretch with the delays; the plan keeps its own.
+	p.Params.MaxDelayPerRunNs, p.Params.MaxDelayPerGoroutineNs = 4e9, 1e9
+	r = p.ForRun(3, false)
+	if f := RunStretch(3, false); r.Params.MaxDelayPerRunNs != int64(4e9*f) || r.Params.MaxDelayPerGoroutineNs != int64(1e9*f) {
+		t.Errorf("run caps %+v, want the plan's × %g", r.Params, f)
+	}
+	if p.Params.MaxDelayPerRunNs != 4e9 || p.ForRun(1, false).Params.MaxDelayPerRunNs != 4e9 || p.ForRun(3, true).Params.MaxDelayPerRunNs != 4e9 {
+		t.Errorf("caps changed at rest or in the plan: %+v", p.Params)
+	}
 	if err := r.Validate(); err != nil {
 		t.Error(err)
 	}

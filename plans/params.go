@@ -205,11 +205,18 @@ func (o Overrides) ApplyDetection(p *Params) {
 // ForRun returns the plan one detection run reads: a copy of p whose
 // parameters carry the run's stretch and scheduling slack for the load
 // factor load at its start (RunStretch, RunSlack; noScale: not scaled by
-// load). p keeps the learned lengths. The copy shares p's locations, runs
-// and bugs: it is for saving, not for changing.
+// load), and whose caps on the delay per goroutine and per run are
+// stretched as its delays are, so that a run under load can inject as
+// many delays as one at rest. p keeps the learned lengths and its caps.
+// The copy shares p's locations, runs and bugs: it is for saving, not for
+// changing.
 func (p *Plan) ForRun(load float64, noScale bool) *Plan {
 	c := *p
 	c.Params.SlackNs = RunSlack(load, noScale)
 	c.Params.Stretch = RunStretch(load, noScale)
+	if f := c.Params.Stretch; f > 1 {
+		c.Params.MaxDelayPerGoroutineNs = int64(float64(p.Params.MaxDelayPerGoroutineNs) * f)
+		c.Params.MaxDelayPerRunNs = int64(float64(p.Params.MaxDelayPerRunNs) * f)
+	}
 	return &c
 }

@@ -407,7 +407,8 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
 	// Pairs given to other tests of the package are not in it (share.go).
-	if err := plans.Save(runPlan, s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)); err != nil {
+	forRun := s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)
+	if err := plans.Save(runPlan, forRun); err != nil {
 		return nil, err
 	}
 	env := []string{
@@ -430,7 +431,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
 	}
 	sub, skip := o.subtestArgs()
-	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, plan), Output: r.output(), Extra: o.binaryArgs()}
+	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, forRun), Output: r.output(), Extra: o.binaryArgs()}
 	res, again, err := s.startOnce(ctx, j.pkg, tr)
 	if err != nil {
 		return nil, err

@@ -107,8 +107,9 @@ type planJSON struct {
 	Provenance struct {
 		Package string `json:"package"`
 		Test    string `json:"test"`
-		Events  int64  `json:"events"`
-		Sites   string `json:"sites"`
+		Events     int64  `json:"events"`
+		Sites      string `json:"sites"`
+		DurationNs int64  `json:"duration_ns"`
 	} `json:"provenance"`
 	Locations []struct {
 		Site  uint32 `json:"site"`
@@ -121,8 +122,9 @@ type planJSON struct {
 		Delays int `json:"delays"`
 	} `json:"locations"`
 	Runs []struct {
-		Delays  int    `json:"delays"`
-		Outcome string `json:"outcome"`
+		Delays     int    `json:"delays"`
+		Outcome    string `json:"outcome"`
+		DurationNs int64  `json:"duration_ns"`
 	} `json:"runs"`
 }
 
@@ -189,10 +191,19 @@ func CollectWork(dir string) (Stats, []BugRef, error) {
 			st.MaxEvents = p.Provenance.Events
 			st.MaxEventsTest = p.Provenance.Package + "." + p.Provenance.Test
 		}
+		name := p.Provenance.Package + "." + p.Provenance.Test
+		if d := p.Provenance.DurationNs; d > st.LongestPrepNs {
+			st.LongestPrepNs, st.LongestPrepTest = d, name
+		}
+		var chain int64
 		for _, r := range p.Runs {
 			st.Runs++
 			st.Delays += r.Delays
 			st.RunOutcomes[r.Outcome]++
+			chain += r.DurationNs
+		}
+		if chain > st.LongestChainNs {
+			st.LongestChainNs, st.LongestChainTest = chain, name
 		}
 		return nil
 	})

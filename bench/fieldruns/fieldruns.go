@@ -225,6 +225,16 @@ type Stats struct {
 	Reports       int            `json:"reports"` // report files
 	// PairList are the candidate pairs of all plans, most delayed first.
 	PairList []PairSummary `json:"pair_list,omitempty"`
+	// The critical path of prepare and detect: the longest preparation
+	// run of one test (provenance.duration_ns; a test run in its
+	// package's process counts its own part) and the longest chain of
+	// one test's detection runs (the sum of their duration_ns: a test's
+	// runs follow one another, each starting from the plan the one before
+	// left). No scheduling makes prepare + detect shorter than their sum.
+	LongestPrepNs    int64  `json:"longest_prepare_ns,omitempty"`
+	LongestPrepTest  string `json:"longest_prepare_test,omitempty"`
+	LongestChainNs   int64  `json:"longest_detect_chain_ns,omitempty"`
+	LongestChainTest string `json:"longest_detect_chain_test,omitempty"`
 }
 
 // PairSummary is one candidate pair over a module's plans.

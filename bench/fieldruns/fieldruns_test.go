@@ -90,15 +90,15 @@ func TestCollectWork(t *testing.T) {
 	}})
 
 	p := &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(),
-		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestA", Events: 1500, Sites: "/elsewhere/bin/ex.com/m.sites.json"},
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestA", Events: 1500, Sites: "/elsewhere/bin/ex.com/m.sites.json", DurationNs: 2e9},
 		Locations: []plans.Location{{Site: 1, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
 			{Kind: plans.UseBeforeInit, First: 1, Second: 2, Count: 1},
 		}}},
-		Runs: []plans.Run{{N: 1, Delays: 3, Outcome: "pass"}, {N: 2, Delays: 1, Outcome: "fail"}},
+		Runs: []plans.Run{{N: 1, Delays: 3, Outcome: "pass", DurationNs: 3e9}, {N: 2, Delays: 1, Outcome: "fail", DurationNs: 4e9}},
 	}
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestA.json"), p)
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestB.json"), &plans.Plan{Version: plans.Version,
-		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestB", Events: 20}})
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestB", Events: 20, DurationNs: 5e9}})
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestP.json"), &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(),
 		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestP", Events: 10},
 		Locations: []plans.Location{{Site: 2, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
@@ -149,6 +149,11 @@ func TestCollectWork(t *testing.T) {
 	}
 	if st.Runs != 2 || st.Delays != 4 || st.RunOutcomes["fail"] != 1 {
 		t.Errorf("runs %d delays %d outcomes %v, want 2 4 fail 1", st.Runs, st.Delays, st.RunOutcomes)
+	}
+	// The critical path: TestB's preparation run was the longest; TestA's
+	// two detection runs make the longest chain.
+	if st.LongestPrepNs != 5e9 || st.LongestPrepTest != "ex.com/m.TestB" || st.LongestChainNs != 7e9 || st.LongestChainTest != "ex.com/m.TestA" {
+		t.Errorf("critical path %d %s, %d %s", st.LongestPrepNs, st.LongestPrepTest, st.LongestChainNs, st.LongestChainTest)
 	}
 	if st.Reports != 1 || len(bugs) != 1 {
 		t.Fatalf("reports %d bugs %v", st.Reports, bugs)

@@ -365,6 +365,25 @@ func (r *Result) Classify(results, work string) {
 	r.keep(results, work)
 }
 
+// RefreshCriticalPath fills the critical path (fieldruns.Stats'
+// LongestPrepNs … LongestChainTest) of a result stored before it was
+// collected, from the wafl work directory work — only when that directory
+// is the one the result was made from: its plans hold the same numbers of
+// plans, detection runs and delays. It reports whether it did.
+func (r *Result) RefreshCriticalPath(work string) bool {
+	if r.Wafl == nil {
+		return false
+	}
+	st, _, err := fieldruns.CollectWork(work)
+	w := &r.Wafl.Stats
+	if err != nil || st.Plans != w.Plans || st.Runs != w.Runs || st.Delays != w.Delays {
+		return false
+	}
+	w.LongestPrepNs, w.LongestPrepTest = st.LongestPrepNs, st.LongestPrepTest
+	w.LongestChainNs, w.LongestChainTest = st.LongestChainNs, st.LongestChainTest
+	return true
+}
+
 // WorkDir is the wafl work directory of module name under the hunt's work
 // directory.
 func WorkDir(work, name string) string { return filepath.Join(work, name, "wafl") }

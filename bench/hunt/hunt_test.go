@@ -237,6 +237,21 @@ func TestMarkdown(t *testing.T) {
 			Plain: step(60, 70), Race: Step{Ran: true, Timing: fieldruns.Timing{Wall: 900, Exit: -1, TimedOut: true}},
 			Prepare: step(100, 150), Detect: step(50, 60), Wafl: &fieldruns.Result{Status: "ok"}},
 	}
+	// Two rows above -race: one bound by its longest test (prepare 10 s
+	// + a chain of detection runs of 25 s over -race's 20 s), one not;
+	// and one made before the critical path was collected.
+	long := &fieldruns.Result{Status: "ok"}
+	long.Stats = fieldruns.Stats{LongestPrepNs: 10e9, LongestPrepTest: "ex.com/long.TestSleep", LongestChainNs: 25e9, LongestChainTest: "ex.com/long.TestSleep"}
+	short := &fieldruns.Result{Status: "ok"}
+	short.Stats = fieldruns.Stats{LongestPrepNs: 1e9, LongestPrepTest: "ex.com/short.TestA", LongestChainNs: 3e9, LongestChainTest: "ex.com/short.TestB"}
+	for _, x := range []struct {
+		name string
+		w    *fieldruns.Result
+	}{{"long", long}, {"short", short}, {"old", &fieldruns.Result{Status: "ok"}}} {
+		mods = append(mods, fieldruns.Module{Name: x.name, Path: "ex.org/" + x.name, Version: "v1.0.0"})
+		results[x.name] = &Result{Name: x.name, Module: "ex.org/" + x.name, Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234",
+			Machine: "2 CPUs (X)", Date: day, LoadStart: 2, LoadEnd: 2, Plain: step(18, 5), Race: step(20, 10), Prepare: step(12, 4), Detect: step(30, 5), Wafl: x.w}
+	}
 	inv := Invocation{Commit: "abc1234", Machine: "2 CPUs (X)", LoadStart: [3]float64{1, 2, 3}, LoadEnd: [3]float64{4, 5, 6},
 		Start: day, End: day.Add(time.Hour)}
 	md := Markdown(mods, results, inv, "../bench/scripts/hunt/results", nil, "")
@@ -247,23 +262,27 @@ func TestMarkdown(t *testing.T) {
 		"ˢ: prepare took the test binaries that the untimed build had left in wafl's build store",
 		"1 such rows (below -race: wall 1, CPU 1)",
 		"| ex.com/slow@v0.1.0 | 0 | 0 | 0 / 0 / 0 | 0 | 0 | 0 | 0 | 0 | 60s / 70s | timeout (900s) | 100s / 150s ᶜ | 50s / 60s | — |",
-		"wall on 1 and CPU on 1 of 1 modules",
+		"wall on 1 and CPU on 4 of 4 modules",
 		"ᶜ: a row made before the hunt built the instrumented test binaries once untimed",
 		"[m/reports/ex.com/m/TestA.txt](../bench/scripts/hunt/results/m/reports/ex.com/m/TestA.txt)",
 		"- **m** ex.com/m.TestB (fail)\n  - run 1: want 1 got 0\n  - log tail: [m/logs/ex.com/m/TestB.run1.log]",
 		"- **m** ex.com/m/v2 (build): boom ⏎ second line",
 		"`go test -race` reported 1 data race(s): ex.com/m.TestR",
 		"1 modules: later.",
+		"Of 2 rows above `-race` with these numbers, 1 have a floor ≥ 1",
+		"(1 rows above were made before the numbers were collected)",
+		"| long | 2.10 | 1.75 | 10s (TestSleep) | 25s (TestSleep) |",
+		"| short | 2.10 | 0.20 | 1.0s (TestA) | 3.0s (TestB) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
-	if n := strings.Count(md, "\n| ex.com/"); n != 2 {
-		t.Errorf("%d rows, want 2", n)
+	if n := strings.Count(md, "\n| ex.com/") + strings.Count(md, "\n| ex.org/"); n != 5 {
+		t.Errorf("%d rows, want 5", n)
 	}
 	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(line, "| ex.com/") && strings.Count(line, " | ") != 13 {
+		if (strings.HasPrefix(line, "| ex.com/") || strings.HasPrefix(line, "| ex.org/")) && strings.Count(line, " | ") != 13 {
 			t.Errorf("row with %d cells, want 14: %s", strings.Count(line, " | ")+1, line)
 		}
 	}

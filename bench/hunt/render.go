@@ -77,6 +77,7 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		fmt.Fprintf(&b, "prepare + detect below `go test -race`: wall on %d and CPU on %d of %d modules where all four steps finished.\n\n",
 			belowWall, belowCPU, compared)
 	}
+	b.WriteString(floorSection(run))
 	anyCold, anyStore := false, false
 	cold, coldBelowWall, coldBelowCPU, warm, warmBelowWall, warmBelowCPU := 0, 0, 0, 0, 0, 0
 	store, storeBelowWall, storeBelowCPU := 0, 0, 0
@@ -318,6 +319,87 @@ func Ratios(r *Result) (wall, cpu float64, ok bool) {
 		return 0, 0, false
 	}
 	return (r.Prepare.Wall + r.Detect.Wall) / r.Race.Wall, (r.Prepare.CPU + r.Detect.CPU) / r.Race.CPU, true
+}
+
+// Floor is a row's critical path over go test -race's wall time: the
+// longest preparation run of one test plus the longest chain of one test's
+// detection runs (fieldruns.Stats), which no scheduling of prepare and
+// detect can beat. ok is false when the row has no such numbers (made
+// before they were collected) or no -race time.
+func Floor(r *Result) (floor float64, ok bool) {
+	w := r.Wafl
+	if w == nil || r.Race.Wall <= 0 || (w.LongestPrepNs == 0 && w.LongestChainNs == 0) {
+		return 0, false
+	}
+	return float64(w.LongestPrepNs+w.LongestChainNs) / 1e9 / r.Race.Wall, true
+}
+
+// floorSection lists the rows above go test -race in wall time with their
+// critical path (Floor): where it alone reaches -race's wall, one test's
+// preparation run and its detection runs in a row are the bound, and no
+// parallelism or cheaper hook changes the row's verdict; where it does
+// not, the rest of the row's time is wafl's to win back.
+func floorSection(run []*Result) string {
+	type row struct {
+		r           *Result
+		wall, floor float64
+	}
+	var above []row
+	missing := 0
+	for _, r := range run {
+		w, _, ok := Ratios(r)
+		if !ok || w < 1 {
+			continue
+		}
+		f, ok := Floor(r)
+		if !ok {
+			missing++
+			continue
+		}
+		above = append(above, row{r, w, f})
+	}
+	if len(above) == 0 {
+		return ""
+	}
+	sort.Slice(above, func(i, j int) bool { return above[i].floor > above[j].floor })
+	var b strings.Builder
+	bound := 0
+	for _, a := range above {
+		if a.floor >= 1 {
+			bound++
+		}
+	}
+	fmt.Fprintf(&b, "**Rows above `-race` in wall time, and their critical path.** The *floor* is the longest preparation run of one "+
+		"test plus the sum of one test's detection runs (a test's runs follow one another: each starts from the plan the one "+
+		"before left), the longest such chain, over `-race`'s wall: no scheduling of prepare and detect beats it. "+
+		"Of %d rows above `-race` with these numbers, %d have a floor ≥ 1: one long test, run once to prepare and N times to "+
+		"detect, takes longer than the whole `-race` run, which runs it once%s.\n\n",
+		len(above), bound, plural(missing, " (%d rows above were made before the numbers were collected)"))
+	b.WriteString("| module | prepare+detect ÷ -race (wall) | floor ÷ -race | longest preparation run | longest chain of detection runs |\n")
+	b.WriteString("|---|--:|--:|---|---|\n")
+	for _, a := range above {
+		w := a.r.Wafl
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %s (%s) | %s (%s) |\n", a.r.Name, a.wall, a.floor,
+			secs(float64(w.LongestPrepNs)/1e9), shortTest(w.LongestPrepTest), secs(float64(w.LongestChainNs)/1e9), shortTest(w.LongestChainTest))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// shortTest is a test's name without its package path.
+func shortTest(name string) string {
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// plural formats format with n, or is empty for n = 0.
+func plural(n int, format string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(format, n)
 }
 
 func list(v []string, n int) string {

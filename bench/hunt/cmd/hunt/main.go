@@ -42,7 +42,7 @@ func main() {
 	commit := flag.String("commit", "", "the wafl commit the results record, for a binary outside a git work tree (default: the work tree's HEAD)")
 	force := flag.Bool("force", false, "run modules that already have a stored result again")
 	render := flag.Bool("render", false, "only rewrite the document from the stored results")
-	reclassify := flag.Bool("reclassify", false, "derive the reports, broken tests and wafl errors of the stored results again (from their wafl work directories under -work), then rewrite the document")
+	reclassify := flag.Bool("reclassify", false, "derive the reports, broken tests and wafl errors of the stored results again (from their wafl work directories under -work), fill in the critical path of results stored without it (when the work directory is theirs), then rewrite the document")
 	var o hunt.Options
 	flag.DurationVar(&o.StepTimeout, "step-timeout", 15*time.Minute, "bound of each step (go test, go test -race, wafl prepare, wafl detect) of one module")
 	flag.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "wafl --timeout: bound of one test run (0: wafl's default)")
@@ -113,6 +113,9 @@ func main() {
 				continue
 			}
 			r.Classify(*results, work)
+			if r.Wafl != nil && r.Wafl.LongestPrepNs == 0 && r.Wafl.LongestChainNs == 0 && !r.RefreshCriticalPath(work) {
+				fmt.Fprintf(os.Stderr, "hunt: %s: the work directory is not the stored result's: no critical path\n", m.Name)
+			}
 			if err := r.Save(*results); err != nil {
 				fail(err)
 			}

@@ -105,8 +105,8 @@ type siteJSON struct {
 // planJSON is the part of a plan (docs/plan-format.md) read here.
 type planJSON struct {
 	Provenance struct {
-		Package string `json:"package"`
-		Test    string `json:"test"`
+		Package    string `json:"package"`
+		Test       string `json:"test"`
 		Events     int64  `json:"events"`
 		Sites      string `json:"sites"`
 		DurationNs int64  `json:"duration_ns"`

@@ -49,6 +49,9 @@ type Step struct {
 	Failed []string `json:"failed,omitempty"`
 	// Races counts "WARNING: DATA RACE" in the output (-race only).
 	Races int `json:"races,omitempty"`
+	// Hung says that a test ran until go test's own timeout ("panic:
+	// test timed out after"): the step's time is the timeout's.
+	Hung bool `json:"hung,omitempty"`
 	// Output is where the command's output was kept (the work directory).
 	Output string `json:"output,omitempty"`
 }
@@ -281,6 +284,7 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 		if race {
 			s.Races = strings.Count(string(all), "WARNING: DATA RACE")
 		}
+		s.Hung = Hung(all)
 		o.logf("    %.1fs wall, %.1fs CPU, exit %d%s, %d failed\n", s.Wall, s.CPU, s.Exit, timedOut(s), len(s.Failed))
 		return s
 	}
@@ -363,6 +367,21 @@ func (r *Result) Classify(results, work string) {
 	}
 	r.Reports = nil
 	r.keep(results, work)
+}
+
+// Hung reports whether go test output shows a test binary that ran until
+// its -test.timeout.
+func Hung(output []byte) bool { return bytes.Contains(output, []byte("panic: test timed out after")) }
+
+// RefreshHung sets the Hung flags of the plain and -race steps of a result
+// stored before they were kept, from the outputs still in the work
+// directory.
+func (r *Result) RefreshHung() {
+	for _, s := range []*Step{&r.Plain, &r.Race} {
+		if out, err := os.ReadFile(s.Output); err == nil && s.Output != "" {
+			s.Hung = Hung(out)
+		}
+	}
 }
 
 // RefreshCriticalPath fills the critical path (fieldruns.Stats'

@@ -252,6 +252,12 @@ func TestMarkdown(t *testing.T) {
 		results[x.name] = &Result{Name: x.name, Module: "ex.org/" + x.name, Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234",
 			Machine: "2 CPUs (X)", Date: day, LoadStart: 2, LoadEnd: 2, Plain: step(18, 5), Race: step(20, 10), Prepare: step(12, 4), Detect: step(30, 5), Wafl: x.w}
 	}
+	// A -race run that hung in a test is not compared.
+	mods = append(mods, fieldruns.Module{Name: "hang", Path: "ex.org/hang", Version: "v1.0.0"})
+	results["hang"] = &Result{Name: "hang", Module: "ex.org/hang", Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234",
+		Machine: "2 CPUs (X)", Date: day, LoadStart: 2, LoadEnd: 2, Plain: step(7, 1), Prepare: step(6, 1), Detect: step(30, 1),
+		Race: Step{Ran: true, Timing: fieldruns.Timing{Wall: 600, CPU: 2, Exit: 1}, Failed: []string{"ex.org/hang"}, Hung: true},
+		Wafl: &fieldruns.Result{Status: "ok"}}
 	inv := Invocation{Commit: "abc1234", Machine: "2 CPUs (X)", LoadStart: [3]float64{1, 2, 3}, LoadEnd: [3]float64{4, 5, 6},
 		Start: day, End: day.Add(time.Hour)}
 	md := Markdown(mods, results, inv, "../bench/scripts/hunt/results", nil, "")
@@ -271,6 +277,8 @@ func TestMarkdown(t *testing.T) {
 		"1 modules: later.",
 		"Of 2 rows above `-race` with these numbers, 1 have a floor ≥ 1",
 		"(1 rows above were made before the numbers were collected)",
+		"- hang: a test hung under `go test -race` until go test's timeout (600s; it passed plainly), so the row is not compared with -race: ex.org/hang",
+		"| 600s / 2.0s | 6.0s / 1.0s ᶜ | 30s / 1.0s | — |",
 		"| long | 2.10 | 1.75 | 10s (TestSleep) | 25s (TestSleep) |",
 		"| short | 2.10 | 0.20 | 1.0s (TestA) | 3.0s (TestB) |",
 	} {
@@ -278,8 +286,8 @@ func TestMarkdown(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
-	if n := strings.Count(md, "\n| ex.com/") + strings.Count(md, "\n| ex.org/"); n != 5 {
-		t.Errorf("%d rows, want 5", n)
+	if n := strings.Count(md, "\n| ex.com/") + strings.Count(md, "\n| ex.org/"); n != 6 {
+		t.Errorf("%d rows, want 6", n)
 	}
 	for _, line := range strings.Split(md, "\n") {
 		if (strings.HasPrefix(line, "| ex.com/") || strings.HasPrefix(line, "| ex.org/")) && strings.Count(line, " | ") != 13 {
@@ -361,5 +369,11 @@ func TestTriage(t *testing.T) {
 	}
 	if tri, err := LoadTriage(filepath.Join(dir, "none.tsv")); err != nil || len(tri) != 0 {
 		t.Errorf("missing file: %v, %v", tri, err)
+	}
+}
+
+func TestHung(t *testing.T) {
+	if !Hung([]byte("ok\npanic: test timed out after 10m0s\n\trunning tests:\n")) || Hung([]byte("--- FAIL: TestX (0.01s)\nFAIL\n")) {
+		t.Fatal("Hung misreads go test output")
 	}
 }

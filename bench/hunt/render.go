@@ -134,6 +134,9 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		if len(r.PlainFailed) > 0 {
 			notes = append(notes, fmt.Sprintf("- %s: failed in plain `go test` (not wafl's doing): %s", r.Name, list(r.PlainFailed, 8)))
 		}
+		if r.Race.Hung && !r.Plain.Hung {
+			notes = append(notes, fmt.Sprintf("- %s: a test hung under `go test -race` until go test's timeout (%s; it passed plainly), so the row is not compared with -race: %s", r.Name, secs(r.Race.Wall), list(r.Race.Failed, 8)))
+		}
 		if r.Race.Races > 0 {
 			notes = append(notes, fmt.Sprintf("- %s: `go test -race` reported %d data race(s): %s", r.Name, r.Race.Races, list(r.Race.Failed, 8)))
 		}
@@ -308,14 +311,15 @@ func Row(r *Result) []string {
 }
 
 // Ratios are (prepare + detect) ÷ go test -race, wall and CPU; ok only when
-// all of them finished in time.
+// all of them finished in time and no test hung under -race until go
+// test's own timeout (then -race's time is that timeout's).
 func Ratios(r *Result) (wall, cpu float64, ok bool) {
 	for _, s := range []Step{r.Race, r.Prepare, r.Detect} {
 		if !s.Ran || s.TimedOut || s.Wall <= 0 {
 			return 0, 0, false
 		}
 	}
-	if r.Race.CPU <= 0 {
+	if r.Race.CPU <= 0 || r.Race.Hung {
 		return 0, 0, false
 	}
 	return (r.Prepare.Wall + r.Detect.Wall) / r.Race.Wall, (r.Prepare.CPU + r.Detect.CPU) / r.Race.CPU, true

@@ -113,6 +113,7 @@ func main() {
 				continue
 			}
 			r.Classify(*results, work)
+			r.RefreshHung()
 			if r.Wafl != nil && r.Wafl.LongestPrepNs == 0 && r.Wafl.LongestChainNs == 0 && !r.RefreshCriticalPath(work) {
 				fmt.Fprintf(os.Stderr, "hunt: %s: the work directory is not the stored result's: no critical path\n", m.Name)
 			}

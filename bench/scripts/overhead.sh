@@ -67,9 +67,11 @@ if [[ -z $WAFL ]]; then
 	(cd "$root" && go build -o "$WAFL" ./cmd/wafl) || die "building wafl failed"
 fi
 [[ -x $WAFL ]] || die "WAFL=$WAFL is not executable"
+WAFL=$(realpath "$WAFL") # the commands run in the module's directory
 commit=${WAFL_COMMIT:-$(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown)}
 WAFL_BASE=${WAFL_BASE:-}
 [[ -z $WAFL_BASE || -x $WAFL_BASE ]] || die "WAFL_BASE=$WAFL_BASE is not executable"
+[[ -z $WAFL_BASE ]] || WAFL_BASE=$(realpath "$WAFL_BASE")
 base_commit=${WAFL_BASE_COMMIT:-unknown}
 args="$*"
 

@@ -58,19 +58,26 @@ func attributeSpared(p *plans.Plan, tab *sites.Table, lg *Log, c *Crash, gid int
 		if d == nil || d.G == uint64(gid) {
 			continue
 		}
-		loc := p.Location(d.Site)
-		if loc == nil {
-			continue
-		}
-		for _, pr := range loc.Pairs {
-			if pr.Kind == plans.CheckThenAct && pr.Second == sk.Site {
-				a := &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: pickSite(tab, ids, c.Kind), Frame: f, PartnerG: gid}
-				a.InProgress = !d.Ended
-				return a.how()
-			}
+		if pr, ok := checkActPair(p, d.Site, sk.Site); ok {
+			a := &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Failing: pickSite(tab, ids, c.Kind), Frame: f, PartnerG: gid}
+			a.InProgress = !d.Ended
+			return a.how()
 		}
 	}
 	return nil
+}
+
+// checkActPair is the check-then-act pair of p's location at site whose
+// second check is second.
+func checkActPair(p *plans.Plan, site, second uint32) (plans.Pair, bool) {
+	if loc := p.Location(site); loc != nil {
+		for _, pr := range loc.Pairs {
+			if pr.Kind == plans.CheckThenAct && pr.Second == second {
+				return pr, true
+			}
+		}
+	}
+	return plans.Pair{}, false
 }
 
 // allowedCheckAct reports whether a panic of kind k can come from two
@@ -156,16 +163,9 @@ func attributeLostCheck(p *plans.Plan, lg *Log, c *Crash, g *Goroutine, ix *site
 		if d == nil || d.G != uint64(g.ID) || r.G == d.G || !d.Ended || (best != nil && d.Start <= best.Delay.Start) {
 			continue
 		}
-		loc := p.Location(d.Site)
-		if loc == nil {
-			continue
-		}
-		for _, pr := range loc.Pairs {
-			if pr.Kind == plans.CheckThenAct && pr.Second == r.Second {
-				best = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Frame: f, SameGoroutine: true,
-					Reordered: true, PartnerG: int64(r.G)}
-				break
-			}
+		if pr, ok := checkActPair(p, d.Site, r.Second); ok {
+			best = &Attribution{Kind: pr.Kind, Delay: d, Pair: pr, Frame: f, SameGoroutine: true,
+				Reordered: true, PartnerG: int64(r.G)}
 		}
 	}
 	return best

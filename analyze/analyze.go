@@ -121,6 +121,7 @@ type Stats struct {
 	PrunedWindow int64 // instances dropped because τ2 − τ1 ≥ δ
 	PrunedSameG  int64 // instances dropped because both ops ran in one goroutine
 	PrunedFork   int64 // instances dropped because forks order them
+	PrunedAtomic int64 // check-then-act instances dropped: check and act in one critical section the other check takes too
 	PrunedType   int   // candidate pairs dropped because their slot types differ (address reuse)
 	Predicted    int   // candidate pairs predicted for late goroutines (predict.go)
 	Static       int   // static candidate pairs of late goroutines (static.go)
@@ -397,7 +398,7 @@ func (a *analysis) finish(s strategy, params plans.Params, meta Meta, opts Optio
 		a.stats.Predicted = a.predictPairs(opts.Sites, lates, scope)
 	}
 	a.late = nil
-	a.checkPairs()
+	a.checkPairs(opts.Sites)
 	plan := a.buildPlan(params, meta, opts)
 	if len(plan.Locations) > 0 {
 		if err := a.pass3(plan, s); err != nil {

@@ -53,8 +53,9 @@ type checkRows struct {
 
 // gTime is a dispose row as disposedIn needs it.
 type gTime struct {
-	g uint64
-	t int64
+	g    uint64
+	t    int64
+	site uint32
 }
 
 const dispChunk = 1 << 14
@@ -113,7 +114,7 @@ func appendChunked(chunks [][]checkRow, row checkRow) [][]checkRow {
 
 // checkPairs adds the check-then-act pairs to a.pairs (after the
 // strategy's pairs, with the fork forest built).
-func (a *analysis) checkPairs() {
+func (a *analysis) checkPairs(info map[uint32]SiteInfo) {
 	r := a.checks
 	if r == nil || len(r.checks) == 0 || r.ndisp == 0 {
 		return
@@ -131,7 +132,7 @@ func (a *analysis) checkPairs() {
 	dobj := make([]checkRow, 0, r.ndisp)
 	for _, c := range r.disposes {
 		for _, d := range c {
-			disp = append(disp, gTime{g: d.g, t: d.t})
+			disp = append(disp, gTime{g: d.g, t: d.t, site: d.site})
 			dobj = append(dobj, d)
 		}
 	}
@@ -149,6 +150,7 @@ func (a *analysis) checkPairs() {
 	// [τ1 − δ, τ2] (g1's check and act, and what g1 ran before them).
 	m := newPairer(a.delta, a.forest.f)
 	var seen []uint64
+	var acts []uint32
 	cs := r.checks
 	for j := range cs {
 		// A stale check: the first dispose of the checked object at or
@@ -179,7 +181,11 @@ func (a *analysis) checkPairs() {
 				continue
 			}
 			seen = append(seen, c1.g)
-			if disposedIn(disp, c1.g, c1.t, c2.t) {
+			if acts := actsOn(dobj, disp, c2.obj, c1.g, c1.t, c2.t, acts[:0]); len(acts) > 0 {
+				if atomicAct(info, c1.site, c2.site, acts) {
+					a.stats.PrunedAtomic++
+					continue
+				}
 				p.instance(pairKey{c1.site, c2.site, abi.OpCheck}, c2.obj, c1.t, c1.g, c1.clock, c2.t, c2.g, c2.clock)
 				if c1.site != c2.site {
 					m.instance(pairKey{c2.site, c1.site, abi.OpCheck}, c2.obj, c1.t, c2.g, c2.clock, c2.t, c1.g, c1.clock)
@@ -204,6 +210,60 @@ func (a *analysis) checkPairs() {
 		}
 	}
 	r.checks = nil
+}
+
+// actsOn returns (appended to out) the sites of the dispose rows by
+// which goroutine g acted on its check of obj in [lo, hi]: its disposes of
+// obj itself there, when the trace has dispose rows of obj (a channel, a
+// map entry, a state field: an isClosed() select on a done channel that
+// every Add and Remove passes is no act on the channel when they go on to
+// delete something else — the second checker finds the channel as open
+// as the first did); else, for a check of an object that is never
+// disposed (a flag, set before its goroutine closes something), all of
+// g's dispose rows there. dobj is sorted by (obj, t), disp by (g, t).
+func actsOn(dobj []checkRow, disp []gTime, obj, g uint64, lo, hi int64, out []uint32) []uint32 {
+	i, _ := slices.BinarySearchFunc(dobj, checkRow{obj: obj, t: lo}, func(x, y checkRow) int {
+		if x.obj != y.obj {
+			return cmp.Compare(x.obj, y.obj)
+		}
+		return cmp.Compare(x.t, y.t)
+	})
+	if (i == len(dobj) || dobj[i].obj != obj) && (i == 0 || dobj[i-1].obj != obj) {
+		j, _ := slices.BinarySearchFunc(disp, gTime{g: g, t: lo}, cmpGTime)
+		for ; j < len(disp) && disp[j].g == g && disp[j].t <= hi && len(out) < maxActs; j++ {
+			out = append(out, disp[j].site)
+		}
+		return out
+	}
+	for ; i < len(dobj) && dobj[i].obj == obj && dobj[i].t <= hi && len(out) < maxActs; i++ {
+		if dobj[i].g == g {
+			out = append(out, dobj[i].site)
+		}
+	}
+	return out
+}
+
+// maxActs bounds the dispose rows actsOn returns: enough to tell that a
+// goroutine acted, and whether all its acts were in one critical section.
+const maxActs = 16
+
+// atomicAct reports whether the check at ℓ1 and the acts after it are one
+// critical section of an exclusive lock that the check at ℓ2 takes too
+// (removePath's `wd, ok := w.path[path]` and its deletes between
+// w.mu.Lock() and the deferred Unlock, against updatePath's lookup under
+// w.mu): ℓ2 cannot come between them, and a delay after ℓ1 only holds the
+// lock. Such an instance is no near miss.
+func atomicAct(info map[uint32]SiteInfo, l1, l2 uint32, acts []uint32) bool {
+	c1, c2 := info[l1], info[l2]
+	if !c1.Excl || c1.Section == "" || c2.Lock != c1.Lock {
+		return false
+	}
+	for _, s := range acts {
+		if info[s].Section != c1.Section {
+			return false
+		}
+	}
+	return true
 }
 
 // disposedIn reports whether goroutine g has a dispose row in [lo, hi];

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -165,5 +166,70 @@ func TestNoBugCheckThenActOrderedOrFar(t *testing.T) {
 	wantPairs(t, p)
 	if st.PrunedFork != 1 {
 		t.Errorf("PrunedFork = %d, want 1", st.PrunedFork)
+	}
+}
+
+// fsnotify's isClosed(): every Add and Remove first selects on w.done
+// (site 4) and then deletes an entry (site 5); Close closes w.done (site
+// 6) at the end. The second goroutine's check finds w.done as open as
+// the first's did: deleting an entry is no act on the channel, and an
+// object the trace disposes of is acted on only by disposing of it.
+func TestNoBugCheckActsOnAnotherObject(t *testing.T) {
+	const done, e1, e2 = 0xD0, abi.EntryTag | 1, abi.EntryTag | 2
+	rows := []row{
+		checkAt(1*ms, 1, 1, 4, done),
+		disposeAt(2*ms, 1, 2, 5, e1),
+		checkAt(3*ms, 2, 1, 4, done),
+		disposeAt(4*ms, 2, 2, 5, e2),
+		disposeAt(900*ms, 3, 1, 6, done), // Close, long after
+	}
+	p, _ := analyzeRows(t, rows, Options{})
+	wantPairs(t, p)
+	// When the first goroutine closes the channel it checked, it is the
+	// act (quic-go's shape, TestBugCheckThenCloseChannel).
+	rows[1] = disposeAt(2*ms, 1, 2, 6, done)
+	p, _ = analyzeRows(t, rows, Options{})
+	wantPairs(t, p, "check-then-act 4→4")
+}
+
+// removePath and updatePath of fsnotify v1.7.0 look the path up (sites 1
+// and 2) and delete the watch's entry (site 3) between w.mu.Lock() and
+// the deferred Unlock: no check can come between another's check and
+// act, and a delay after the check would only hold the lock. Under an
+// RLock, or with the act after the section, or with the other check not
+// under the lock, the instance stands.
+func TestNoBugCheckActAtomic(t *testing.T) {
+	const path, wd = abi.EntryTag | 0x10, abi.EntryTag | 0x20
+	sec := func(kind, expr, call string, line int) SiteInfo {
+		return NewSiteInfo(kind, expr, "", "/src/f/f.go").InSection(call, "/src/f/f.go", line, 2)
+	}
+	rows := []row{
+		checkAt(1*ms, 1, 1, 1, path),
+		disposeAt(1*ms+500, 1, 2, 3, wd),
+		checkAt(3*ms, 2, 1, 2, path),
+	}
+	info := map[uint32]SiteInfo{
+		1: sec("check", "w.path[path]", "w.mu.Lock()", 187),
+		2: sec("check", "w.path[path]", "w.mu.Lock()", 214),
+		3: sec("delete", "w.wd[wd]", "w.mu.Lock()", 187),
+	}
+	p, st := analyzeRows(t, rows, Options{Sites: info})
+	wantPairs(t, p)
+	if st.PrunedAtomic != 1 {
+		t.Errorf("PrunedAtomic = %d, want 1", st.PrunedAtomic)
+	}
+	for name, edit := range map[string]func(m map[uint32]SiteInfo){
+		"check under RLock":         func(m map[uint32]SiteInfo) { m[1] = sec("check", "w.path[path]", "w.mu.RLock()", 187) },
+		"act after the section":     func(m map[uint32]SiteInfo) { m[3] = sec("delete", "w.wd[wd]", "w.mu.Lock()", 190) },
+		"act outside any section":   func(m map[uint32]SiteInfo) { m[3] = NewSiteInfo("delete", "w.wd[wd]", "", "/src/f/f.go") },
+		"other check under no lock": func(m map[uint32]SiteInfo) { m[2] = NewSiteInfo("check", "w.path[path]", "", "/src/f/f.go") },
+		"other check, other lock":   func(m map[uint32]SiteInfo) { m[2] = sec("check", "w.path[path]", "w.cmu.Lock()", 214) },
+	} {
+		m := maps.Clone(info)
+		edit(m)
+		p, _ := analyzeRows(t, rows, Options{Sites: m})
+		if len(p.Locations) == 0 {
+			t.Errorf("%s: no pair", name)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 package analyze
 
 import (
+	"fmt"
 	"math"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/trace"
@@ -47,11 +49,47 @@ type SiteInfo struct {
 	// Dir is the directory of the site's file (the package), compared
 	// when a type is unknown.
 	Dir string
+	// Section is the position ("file:line:col") of the Lock or RLock
+	// call of the critical section the site is in (its guard, or for a
+	// check its held lock), Lock its lock's identity (LockOf) and Excl
+	// whether the call is Lock; empty when none is known.
+	Section, Lock string
+	Excl          bool
+}
+
+// InSection returns si inside the critical section of the lock call
+// (source text "s.mu.Lock()") at file:line:col.
+func (si SiteInfo) InSection(call, file string, line, col int) SiteInfo {
+	recv, excl := strings.CutSuffix(call, ".Lock()")
+	if !excl {
+		recv = strings.TrimSuffix(call, ".RLock()")
+	}
+	si.Section = fmt.Sprintf("%s:%d:%d", file, line, col)
+	si.Lock = LockOf(recv, path.Dir(file))
+	si.Excl = excl
+	return si
+}
+
+// LockOf is a lock's identity, as hoisting compares locks: the field its
+// receiver selects ("mu" of "s.mu"), else the receiver's text, with the
+// package directory.
+func LockOf(recv, dir string) string {
+	if f := FieldOf(recv); f != "" {
+		recv = f
+	}
+	return dir + ":" + recv
 }
 
 // FieldOf is the last selector of a slot expression: "conn" for
 // "c.conn" or "s.cl.conn", "" for a plain identifier or anything else.
+// A map entry's expression "w.wd[k]" (instrument's site text of a map
+// entry or a sync.Map's) has its map's field, "wd": every entry of one
+// map field is one slot identity, whatever the key (the guessed side of
+// a static or predicted pair has no object, and so no key either).
 func FieldOf(expr string) string {
+	if m, ok := indexedExpr(expr); ok {
+		expr = m
+	}
 	i := len(expr) - 1
 	for i >= 0 && (isIdent(expr[i])) {
 		i--
@@ -60,6 +98,27 @@ func FieldOf(expr string) string {
 		return ""
 	}
 	return expr[i+1:]
+}
+
+// indexedExpr returns x of an expression "x[k]" (the brackets matched
+// from the end), and whether expr is one.
+func indexedExpr(expr string) (string, bool) {
+	if !strings.HasSuffix(expr, "]") {
+		return "", false
+	}
+	depth := 0
+	for i := len(expr) - 1; i > 0; i-- {
+		switch expr[i] {
+		case ']':
+			depth++
+		case '[':
+			depth--
+			if depth == 0 {
+				return expr[:i], true
+			}
+		}
+	}
+	return "", false
 }
 
 func isIdent(b byte) bool {

@@ -107,7 +107,7 @@ func TestPredictKeepsSeenPair(t *testing.T) {
 
 func TestFieldOf(t *testing.T) {
 	for expr, want := range map[string]string{
-		"c.conn": "conn", "s.cl.conn": "conn", "conn": "", "c.m[k]": "", "(*p).x_1": "x_1", "": "",
+		"c.conn": "conn", "s.cl.conn": "conn", "conn": "", "c.m[k]": "m", "m[k]": "", "w.wd[w.ids[p]]": "wd", "f()[k]": "", "]": "", "(*p).x_1": "x_1", "": "",
 	} {
 		if got := FieldOf(expr); got != want {
 			t.Errorf("FieldOf(%q) = %q, want %q", expr, got, want)

@@ -292,3 +292,36 @@ func TestStaticPartnerRelatedByForks(t *testing.T) {
 		t.Errorf("same go statement: static %v", pairsOf(p))
 	}
 }
+
+// fsnotify v1.7.0 (#616): the event reader (go statement at site 2)
+// deletes a watch's entries when its directory is deleted, reading
+// w.wd[wd].path (site 30, a map entry's use) — a path no passing run took:
+// Remove had deleted the entry (site 31, delete(w.wd, wd)) before the
+// reader saw the event. The entry's field key is its map's ("wd"), so the
+// reader's unexecuted use pairs with Remove's delete of another key; a
+// delete from another map of the same element type does not.
+func TestBugStaticMapEntryOffPath(t *testing.T) {
+	info := map[uint32]SiteInfo{
+		2:  NewSiteInfo("go", "w.readEvents", "", "/src/f/f.go"),
+		30: NewSiteInfo("use", "w.wd[wd]", "*f.watch", "/src/f/f.go"),
+		31: NewSiteInfo("delete", "w.wd[wd]", "*f.watch", "/src/f/f.go"),
+		32: NewSiteInfo("delete", "w.byName[name]", "*f.watch", "/src/f/f.go"),
+		33: NewSiteInfo("check", "w.done", "chan struct{}", "/src/f/f.go"),
+	}
+	r := fakeReach{gos: map[uint32]map[uint32]int{2: {30: 2, 33: 1}}}
+	const entry, other = abi.EntryTag | 0x77, abi.EntryTag | 0x88
+	rows := []row{
+		goAt(1*ms, 1, 1, 2),
+		forkAt(1*ms, 1, 1, 3),
+		{2 * ms, 3, 1, 33, 0x40, abi.OpCheck},
+		forkAt(3*ms, 1, 2, 4),
+		disposeAt(4*ms, 4, 1, 31, entry),
+		forkAt(3*ms, 1, 3, 5),
+		disposeAt(5*ms, 5, 1, 32, other),
+	}
+	p, st := analyzeRows(t, rows, Options{Sites: info, Reach: r})
+	wantPairs(t, p, "use-after-dispose 30→31")
+	if pr := p.Location(30).Pairs[0]; pr.From != plans.FromStatic || st.Static != 1 {
+		t.Fatalf("pair %+v, stats %+v", pr, st)
+	}
+}

@@ -61,9 +61,14 @@ type loc struct {
 	// awaits lists the live locations ℓ1 of the unpruned
 	// use-after-dispose pairs whose dispose is this site: the first
 	// dispose of a run here waits for a partner that has not come yet
-	// (awaitLate); awaited is set once it did.
-	awaits  []*loc
-	awaited atomic.Bool
+	// (awaitLate); awaited is set once it did, and awaitOpen while that
+	// wait lasts: every other dispose here in the meantime waits with it.
+	// guarded is set once a goroutine passed the lock that guards this
+	// site (Before): the wait is then made there, not under the lock.
+	awaits    []*loc
+	awaited   atomic.Bool
+	awaitOpen atomic.Bool
+	guarded   atomic.Bool
 
 	// hoisted is set once the site's delay was injected before a
 	// guarding lock (Before): the site itself is then not delayed.
@@ -358,7 +363,7 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 		}
 		e.inferHB(l, g, t0, t)
 	}
-	if len(l.awaits) > 0 && !l.awaited.Load() && e.awaitLate(l, g) && e.active.Load() > 0 {
+	if len(l.awaits) > 0 && !l.guarded.Load() && e.awaitLate(l, g) && e.active.Load() > 0 {
 		// The access happens now, after the wait, maybe inside the late
 		// partner's delay: the reorder record names this goroutine.
 		e.noteReorder(l.site, g, obj, e.clk.now())
@@ -376,8 +381,14 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 // such a location is reached (its goroutine passed its check and is now
 // delayed at ℓ1, so its use comes after this dispose) or the run's
 // maximum delay has passed. The wait counts against the run's delay
-// budget.
+// budget. A dispose at l while that wait lasts waits with it (joinAwait).
 func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
+	if l.awaitOpen.Load() {
+		return e.joinAwait(l, g)
+	}
+	if l.awaited.Load() {
+		return false
+	}
 	var buf [8]*loc // on the stack: the program under test may count allocations
 	wait := buf[:0]
 	for _, a := range l.awaits {
@@ -401,13 +412,32 @@ func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 		return false
 	}
 	e.awaits.Add(1)
+	l.awaitOpen.Store(true)
 	start := e.clk.now()
 	ns := int64(0)
 	for ns < bound && !anyReached(wait) && !e.holding(l) {
 		e.clk.sleep(min(awaitStepNs, bound-ns))
 		ns = e.clk.now() - start
 	}
+	l.awaitOpen.Store(false)
 	e.total.Add(min(ns, bound) - bound) // the budget pays what was waited
+	e.logAwait(l, g, ns)
+	return true
+}
+
+// joinAwait makes a dispose at l wait while the first dispose's wait at l
+// lasts: many goroutines may dispose at one site (each of a hundred
+// concurrent Remove calls deletes its entry), and the late partner can
+// only reach its location while none of them has. They go on together
+// when the wait ends. The first wait has paid the budget for the time.
+func (e *engine) joinAwait(l *loc, g uint64) bool {
+	e.awaits.Add(1)
+	start := e.clk.now()
+	ns := int64(0)
+	for ns < e.params.MaxDelayNs && l.awaitOpen.Load() && !anyReached(l.awaits) && !e.holding(l) {
+		e.clk.sleep(awaitStepNs)
+		ns = e.clk.now() - start
+	}
 	e.logAwait(l, g, ns)
 	return true
 }
@@ -449,7 +479,19 @@ func anyReached(locs []*loc) bool {
 // taken, and l is marked hoisted so that the access does not delay again.
 // The object is not known yet (0): no reorder records for this delay.
 func (e *engine) before(l *loc) {
-	if e.stopped.Load() || !l.isLoc {
+	if e.stopped.Load() {
+		return
+	}
+	if len(l.awaits) > 0 {
+		// A dispose guarded by a lock waits for its late partner before
+		// the lock: under it, the partner could not get past the same
+		// lock to reach its location.
+		if !l.guarded.Load() {
+			l.guarded.Store(true)
+		}
+		e.awaitLate(l, lcc.Goid())
+	}
+	if !l.isLoc {
 		return
 	}
 	if !l.hoisted.Load() {

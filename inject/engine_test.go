@@ -1164,3 +1164,73 @@ func TestWaitingDelayHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestAwaitShared: a dispose at the site while the first dispose waits
+// for the late partner waits with it (fsnotify's hundred Remove calls,
+// each deleting an entry the event reader has yet to look up), and both
+// go on when the partner comes; the first wait alone is charged to the
+// run's budget. Once the wait is over, a dispose does not wait.
+func TestAwaitShared(t *testing.T) {
+	e := newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	steps := 0
+	e.clk.sleepHook = func() {
+		switch steps++; steps {
+		case 2:
+			e.hit(2, 8) // another goroutine disposes at the site: joins
+		case 5:
+			e.table[1].instances.Add(1) // the late goroutine reached site 1
+		}
+	}
+	e.hit(2, 7)
+	e.clk.sleepHook = nil
+	if got := e.clk.t.Load(); got != 5*awaitStepNs || e.awaits.Load() != 2 {
+		t.Fatalf("clock %d, awaits %d; want %d, 2", got, e.awaits.Load(), 5*awaitStepNs)
+	}
+	if e.total.Load() != 5*awaitStepNs {
+		t.Errorf("budget charged %d, want the first wait's %d", e.total.Load(), 5*awaitStepNs)
+	}
+	e.hit(2, 9)
+	if e.clk.t.Load() != 5*awaitStepNs || e.awaits.Load() != 2 {
+		t.Errorf("after the wait: clock %d, awaits %d", e.clk.t.Load(), e.awaits.Load())
+	}
+	e.logFinish(0)
+	for g, ns := range map[float64]float64{7: float64(5 * awaitStepNs), 8: float64(3 * awaitStepNs)} {
+		if n := count(e.records(t), abi.EvAwait, func(r map[string]any) bool { return r["g"] == g && r["ns"] == ns }); n != 1 {
+			t.Errorf("goroutine %v: %d await records of %v ns, want 1", g, n, ns)
+		}
+	}
+}
+
+// TestAwaitBeforeLock: a dispose guarded by a lock waits before the lock
+// (hook.Before), not under it, where its partner could not get past the
+// same lock; the access itself then does not wait again.
+func TestAwaitBeforeLock(t *testing.T) {
+	e := newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	bound := e.params.MaxDelayNs
+	e.before(e.table[2])
+	if got := e.clk.t.Load(); got != bound || e.awaits.Load() != 1 {
+		t.Fatalf("before the lock: clock %d, awaits %d; want %d, 1", got, e.awaits.Load(), bound)
+	}
+	e.hit(2, 7) // the dispose under the lock
+	if got := e.clk.t.Load(); got != bound || e.awaits.Load() != 1 {
+		t.Fatalf("under the lock: clock %d, awaits %d", got, e.awaits.Load())
+	}
+	// A goroutine disposing under the lock while another's wait before it
+	// is still open does not join it under the lock either.
+	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 1, 2)), nil)
+	steps := 0
+	e.clk.sleepHook = func() {
+		if steps++; steps == 2 {
+			before := e.clk.t.Load()
+			e.hit(2, 8)
+			if e.clk.t.Load() != before {
+				t.Errorf("a dispose under the lock waited")
+			}
+		}
+	}
+	e.before(e.table[2])
+	e.clk.sleepHook = nil
+	if e.awaits.Load() != 1 {
+		t.Errorf("awaits %d, want 1", e.awaits.Load())
+	}
+}

@@ -62,7 +62,7 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 		return
 	}
 	h := &hoister{fset: fset, info: info, alloc: alloc, ed: ed, guarded: map[uint32][]*lockCall{},
-		fields: map[uint32]types.Object{}, decls: map[types.Object]*ast.FuncDecl{}}
+		fields: map[uint32]types.Object{}, decls: map[types.Object]*ast.FuncDecl{}, held: map[uint32]bool{}}
 	for n, acts := range ed.acts {
 		for _, a := range acts {
 			if a.kind == actHoist {
@@ -72,6 +72,9 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 				for _, s := range a.slots {
 					h.sitePos = append(h.sitePos, sitePos{s.site, n.Pos()})
 				}
+			} else if heldCheck(a) {
+				h.sitePos = append(h.sitePos, sitePos{a.site, n.Pos()})
+				h.held[a.site] = true
 			} else if hoistable(a.kind) || entryHoistable(a) {
 				h.sitePos = append(h.sitePos, sitePos{a.site, n.Pos()})
 				slot, _ := n.(ast.Expr)
@@ -125,6 +128,10 @@ func hoistLocks(fset *token.FileSet, info *types.Info, alloc *SiteAlloc, file *a
 			continue
 		}
 		lc := h.pick(id)
+		if h.held[id] {
+			alloc.sites[i].Held = lc.guard
+			continue
+		}
 		alloc.sites[i].Guard = lc.guard
 		ed.add(lc.recv, action{kind: actHoist, site: id, ptr: lc.ptr})
 	}
@@ -190,6 +197,7 @@ type hoister struct {
 	ed      *edits
 	sitePos []sitePos               // every site of the file, by position
 	guarded map[uint32][]*lockCall  // in the order found: outermost first
+	held    map[uint32]bool         // check sites: guards recorded, not hoisted (heldCheck)
 	fields  map[uint32]types.Object // the field a site accesses, if any
 	decls   map[types.Object]*ast.FuncDecl
 }
@@ -395,6 +403,20 @@ func hoistRecv(act action, x dst.Expr) dst.Expr {
 
 // hoistable reports whether an action of kind k carries a site id of an
 // access a delay may be injected at.
+// heldCheck reports whether a is a check whose delay comes after the
+// check and so is not hoisted: the site table records the lock it is
+// taken under (sites.Site.Held) instead. A state check is hoisted
+// (states.go).
+func heldCheck(a action) bool {
+	switch a.kind {
+	case actCheckChan, actCheckFlag, actCheckField, actCheckAtomicBool, actCheckLookup:
+		return true
+	case actSyncMap:
+		return a.op == hSyncCheck
+	}
+	return false
+}
+
 func hoistable(k actKind) bool {
 	switch k {
 	case actUse, actStore, actSend, actClose, actAtomicUse, actAtomicStore, actCheckState:

@@ -52,6 +52,11 @@ type Site struct {
 	// function (or in the caller of a helper): a delay at the site is
 	// injected before that call (hoisting, docs/algorithm.md).
 	Guard *Guard `json:"guard,omitempty"`
+	// Held is, for a check (kind "check") whose delay is not hoisted, the
+	// Lock/RLock call of the critical section it is made in, found as
+	// Guard is: its delay, after the check, is taken with the lock held,
+	// so another check under the same lock cannot come in between.
+	Held *Guard `json:"held,omitempty"`
 }
 
 // Guard is a lock acquisition a site's delay is hoisted before.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"os"
 	"sync"
 	"time"
@@ -63,7 +64,11 @@ func siteTable(path string) slotTypesEntry {
 		if s.Type != "" {
 			types[s.ID] = s.Type
 		}
-		infos[s.ID] = analyze.NewSiteInfo(s.Kind, s.Expr, s.Type, s.File)
+		si := analyze.NewSiteInfo(s.Kind, s.Expr, s.Type, s.File)
+		if g := cmp.Or(s.Held, s.Guard); g != nil {
+			si = si.InSection(g.Call, g.File, g.Line, g.Col)
+		}
+		infos[s.ID] = si
 	}
 	if c.m == nil {
 		c.m = map[string]slotTypesEntry{}

@@ -88,7 +88,9 @@ func (w *W) Close() {
 	if sel.Held != nil || sel.Guard != nil {
 		t.Errorf("select outside a section: guard %+v, held %+v", sel.Guard, sel.Held)
 	}
-	hoist := func(id uint32) bool { return bytes.Contains(src, []byte("_waflHoist("+strconv.FormatUint(uint64(id), 10)+",")) }
+	hoist := func(id uint32) bool {
+		return bytes.Contains(src, []byte("_waflHoist("+strconv.FormatUint(uint64(id), 10)+","))
+	}
 	if hoist(lookup.ID) || !hoist(del.ID) {
 		t.Errorf("hoisted: lookup %v (want false), delete %v (want true)\n%s", hoist(lookup.ID), hoist(del.ID), src)
 	}

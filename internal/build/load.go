@@ -42,7 +42,8 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		return nil, err
 	}
 	deps := td.main
-	pkgs, err := packages.Load(pcfg, append(append([]string(nil), patterns...), deps...)...)
+	args := append(append([]string(nil), patterns...), deps...)
+	pkgs, err := loadSource(ctx, pcfg, args)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
 	}

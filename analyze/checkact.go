@@ -181,7 +181,7 @@ func (a *analysis) checkPairs(info map[uint32]SiteInfo) {
 				continue
 			}
 			seen = append(seen, c1.g)
-			if acts := actsOn(dobj, disp, c2.obj, c1.g, c1.t, c2.t, acts[:0]); len(acts) > 0 {
+			if acts = actsOn(dobj, disp, c2.obj, c1.g, c1.t, c2.t, acts[:0]); len(acts) > 0 {
 				if atomicAct(info, c1.site, c2.site, acts) {
 					a.stats.PrunedAtomic++
 					continue
@@ -255,8 +255,8 @@ const maxActs = 16
 // lock. Such an instance is no near miss.
 func atomicAct(info map[uint32]SiteInfo, l1, l2 uint32, acts []uint32) bool {
 	c1, c2 := info[l1], info[l2]
-	if !c1.Excl || c1.Section == "" || c2.Lock != c1.Lock {
-		return false
+	if !c1.Excl || c1.Section == "" || c2.Lock != c1.Lock || len(acts) == maxActs {
+		return false // (acts cut short: the others are not known to be in the section)
 	}
 	for _, s := range acts {
 		if info[s].Section != c1.Section {

@@ -123,7 +123,7 @@ func (b *builder) loadForeign(ctx context.Context, paths, flags []string) ([]*un
 		Env:        b.env,
 		BuildFlags: flags,
 	}
-	pkgs, err := packages.Load(pcfg, paths...)
+	pkgs, err := loadSource(ctx, pcfg, paths)
 	if err != nil {
 		return nil, fmt.Errorf("--instrument: loading %s: %w", strings.Join(paths, " "), err)
 	}

@@ -49,6 +49,10 @@ type SiteInfo struct {
 	// Dir is the directory of the site's file (the package), compared
 	// when a type is unknown.
 	Dir string
+	// Entry says the site is a map entry's ("w.wd[k]"): its Field is its
+	// map's, and it never matches a site of the map field itself, whose
+	// type may be unknown (a type parameter) where the entry's is not.
+	Entry bool
 	// Section is the position ("file:line:col") of the Lock or RLock
 	// call of the critical section the site is in (its guard, or for a
 	// check its held lock), Lock its lock's identity (LockOf) and Excl
@@ -127,7 +131,8 @@ func isIdent(b byte) bool {
 
 // NewSiteInfo builds a SiteInfo from a site table entry's fields.
 func NewSiteInfo(kind, expr, typ, file string) SiteInfo {
-	return SiteInfo{Kind: kind, Field: FieldOf(expr), Type: typ, Dir: path.Dir(file)}
+	_, entry := indexedExpr(expr)
+	return SiteInfo{Kind: kind, Field: FieldOf(expr), Type: typ, Dir: path.Dir(file), Entry: entry}
 }
 
 // maxPredicted bounds the predicted pairs of one analysis.
@@ -146,7 +151,7 @@ func useKind(kind string) bool {
 // keys, and equal types when both are known, or the same package
 // directory when a type is unknown.
 func sameField(a, b SiteInfo) bool {
-	if a.Field == "" || a.Field != b.Field {
+	if a.Field == "" || a.Field != b.Field || a.Entry != b.Entry {
 		return false
 	}
 	if a.Type != "" && b.Type != "" {

@@ -307,8 +307,11 @@ func TestBugStaticMapEntryOffPath(t *testing.T) {
 		31: NewSiteInfo("delete", "w.wd[wd]", "*f.watch", "/src/f/f.go"),
 		32: NewSiteInfo("delete", "w.byName[name]", "*f.watch", "/src/f/f.go"),
 		33: NewSiteInfo("check", "w.done", "chan struct{}", "/src/f/f.go"),
+		// A load of the map field itself, of a type the table does not
+		// know (a type parameter): not the entry's slot identity.
+		34: NewSiteInfo("load", "x.wd", "", "/src/f/f.go"),
 	}
-	r := fakeReach{gos: map[uint32]map[uint32]int{2: {30: 2, 33: 1}}}
+	r := fakeReach{gos: map[uint32]map[uint32]int{2: {30: 2, 33: 1, 34: 1}}}
 	const entry, other = abi.EntryTag | 0x77, abi.EntryTag | 0x88
 	rows := []row{
 		goAt(1*ms, 1, 1, 2),

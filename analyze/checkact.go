@@ -51,7 +51,7 @@ type checkRows struct {
 	dropped   int64
 }
 
-// gTime is a dispose row as disposedIn needs it.
+// gTime is a dispose row as actsOn needs it, sorted by goroutine and time.
 type gTime struct {
 	g    uint64
 	t    int64
@@ -264,13 +264,6 @@ func atomicAct(info map[uint32]SiteInfo, l1, l2 uint32, acts []uint32) bool {
 		}
 	}
 	return true
-}
-
-// disposedIn reports whether goroutine g has a dispose row in [lo, hi];
-// d is sorted by (g, t).
-func disposedIn(d []gTime, g uint64, lo, hi int64) bool {
-	i, _ := slices.BinarySearchFunc(d, gTime{g: g, t: lo}, cmpGTime)
-	return i < len(d) && d[i].g == g && d[i].t <= hi
 }
 
 func cmpGTime(x, y gTime) int {

@@ -363,7 +363,7 @@ func (e *engine) event(l *loc, g uint64, obj uintptr) {
 		}
 		e.inferHB(l, g, t0, t)
 	}
-	if len(l.awaits) > 0 && !l.guarded.Load() && e.awaitLate(l, g) && e.active.Load() > 0 {
+	if len(l.awaits) > 0 && l.mayAwait() && !l.guarded.Load() && e.awaitLate(l, g) && e.active.Load() > 0 {
 		// The access happens now, after the wait, maybe inside the late
 		// partner's delay: the reorder record names this goroutine.
 		e.noteReorder(l.site, g, obj, e.clk.now())
@@ -425,6 +425,11 @@ func (e *engine) awaitLate(l *loc, g uint64) (waited bool) {
 	return true
 }
 
+// mayAwait reports whether a dispose at l may still wait (awaitLate):
+// no wait happened here in this run yet, or one is in progress. The
+// common case after the run's wait, neither, costs two loads and no call.
+func (l *loc) mayAwait() bool { return !l.awaited.Load() || l.awaitOpen.Load() }
+
 // joinAwait makes a dispose at l wait while the first dispose's wait at l
 // lasts: many goroutines may dispose at one site (each of a hundred
 // concurrent Remove calls deletes its entry), and the late partner can
@@ -482,7 +487,7 @@ func (e *engine) before(l *loc) {
 	if e.stopped.Load() {
 		return
 	}
-	if len(l.awaits) > 0 {
+	if len(l.awaits) > 0 && l.mayAwait() {
 		// A dispose guarded by a lock waits for its late partner before
 		// the lock: under it, the partner could not get past the same
 		// lock to reach its location.

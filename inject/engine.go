@@ -514,6 +514,16 @@ func (e *engine) maybeDelay(l *loc, g uint64, obj uintptr) {
 	if p <= 0 {
 		return
 	}
+	if a := l.active.Load(); a > 0 && !e.cfg.ablate.Has(abi.AblateDecay) {
+		// The delays in progress here count as decayed already: a burst
+		// of goroutines reaching ℓ1 at once gets the delays the decay
+		// rule gives one after another (ten at λ = 0.1), not one each.
+		if p = plans.Decayed(p, e.params.Decay*float64(a)); p <= 0 {
+			l.skipProb.Add(1)
+			e.logSkip(l, g, n, abi.SkipProbability, 0)
+			return
+		}
+	}
 	if p < 1 && uniform(e.cfg.seed, l.site, n) >= p {
 		l.skipProb.Add(1)
 		e.logSkip(l, g, n, abi.SkipProbability, 0)

@@ -1234,3 +1234,40 @@ func TestAwaitBeforeLock(t *testing.T) {
 		t.Errorf("awaits %d, want 1", e.awaits.Load())
 	}
 }
+
+// Delays in progress at a location count against its probability: a
+// burst of goroutines that reach ℓ1 while its earlier delays still last
+// gets at most the delays the decay rule gives one after another (ten at
+// λ = 0.1), not one each.
+func TestBurstDecays(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ablate abi.Ablation
+		most   int64
+	}{
+		{"decay", abi.AblateHB, 10},
+		{"decay off", abi.AblateHB | abi.AblateDecay, 30},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := testPlan(location(1, 10*ms, 1, 2))
+			p.Params.Decay = 0.1
+			e := newTestEngine(t, p, func(cfg *config) { cfg.ablate |= c.ablate })
+			g := uint64(7)
+			e.clk.midHook = func() { // the others arrive while every delay so far lasts
+				for g < 7+29 {
+					g++
+					e.hit(1, g)
+				}
+			}
+			e.hit(1, 7)
+			l := e.table[1]
+			if got := l.delays.Load(); got > c.most || got < 2 || got+l.skipProb.Load() != 30 {
+				t.Errorf("%d delays and %d probability skips of 30 goroutines arriving at once, want 2 to %d delays and the rest skipped",
+					got, l.skipProb.Load(), c.most)
+			}
+			if c.ablate.Has(abi.AblateDecay) && l.delays.Load() != 30 {
+				t.Errorf("decay off: %d delays, want 30", l.delays.Load())
+			}
+		})
+	}
+}

@@ -339,6 +339,7 @@ func mergeLocation(a, b *Location) Location {
 			m.Count += pb.Count
 			m.MinGapNs = min(pa.MinGapNs, pb.MinGapNs)
 			m.MaxGapNs = max(pa.MaxGapNs, pb.MaxGapNs)
+			m.Follows = max(pa.Follows, pb.Follows)
 			if m.Pruned == "" {
 				m.Pruned = pb.Pruned
 			}

@@ -213,6 +213,10 @@ type Pair struct {
 	// Pruned is set when a detection run removed the pair from S, with
 	// the reason ("hb-inference", "bug-found").
 	Pruned string `json:"pruned,omitempty"`
+	// Follows counts the detection runs in which ℓ2 came right after a
+	// delay at ℓ1 ended (Late.Follows); at the second, after the delay
+	// grew, ApplyRun prunes the pair (PrunedFollows).
+	Follows int `json:"follows,omitempty"`
 	// From says which run's trace the pair came from when it was not the
 	// preparation run's: FromLearn or FromDetect, or FromPredicted or
 	// FromStatic for a pair the analysis guessed instead of seeing it.

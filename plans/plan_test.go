@@ -362,3 +362,39 @@ func TestApplyRunGrowsLateDelays(t *testing.T) {
 		t.Errorf("delay %d grown %d at the bound", l.DelayNs, l.Grown)
 	}
 }
+
+// TestApplyRunPrunesFollowers: a partner that comes right after the end of
+// a delay (Late.Follows) grows the delay the first time; when it follows
+// the end of the grown delay too, the pair is pruned (PrunedFollows) and
+// the location leaves S once no pair is left. A partner that came later
+// after the end, or after a delay too short to tell, only grows it.
+func TestApplyRunPrunesFollowers(t *testing.T) {
+	p := samplePlan()
+	l := p.Location(7)
+	d0 := l.DelayNs // 62.5 ms
+	follow := func(d int64) Late { return Late{First: 7, Second: 8, NeedNs: d + 300e3, DelayNs: d} }
+	p.ApplyRun(RunOutcome{Delays: []RunDelay{{Site: 7, Ended: true}}, Late: []Late{follow(d0)}})
+	if l = p.Location(7); l.Grown != 1 || l.Pairs[0].Pruned != "" || l.Pairs[0].Follows != 1 || !l.Live() {
+		t.Fatalf("after one run the partner followed: grown %d pruned %q follows %d live %v; want 1, unpruned, 1, live",
+			l.Grown, l.Pairs[0].Pruned, l.Pairs[0].Follows, l.Live())
+	}
+	p.ApplyRun(RunOutcome{Delays: []RunDelay{{Site: 7, Ended: true}}, Late: []Late{follow(l.DelayNs)}})
+	if l = p.Location(7); l.Pairs[0].Pruned != PrunedFollows || l.Live() || l.Grown != 1 {
+		t.Errorf("after the partner followed a grown delay: pruned %q live %v grown %d; want %q, not live, 1",
+			l.Pairs[0].Pruned, l.Live(), l.Grown, PrunedFollows)
+	}
+
+	for _, lt := range []Late{
+		{First: 3, Second: 5, NeedNs: 30e6, DelayNs: 20e6}, // 10 ms after a 20 ms delay: came later
+		{First: 3, Second: 5, NeedNs: 4.2e6, DelayNs: 4e6}, // a 4 ms delay is too short to tell
+		{First: 3, Second: 5, NeedNs: 20.5e6, DelayNs: 0},  // length not known (older log)
+	} {
+		q := samplePlan()
+		for range 3 {
+			q.ApplyRun(RunOutcome{Late: []Late{lt}})
+		}
+		if l := q.Location(3); l.Pairs[0].Pruned != "" || l.Grown != 3 {
+			t.Errorf("late %+v three times: pruned %q grown %d; want unpruned, grown 3", lt, l.Pairs[0].Pruned, l.Grown)
+		}
+	}
+}

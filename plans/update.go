@@ -7,8 +7,11 @@ package plans
 
 // Pruning reasons recorded in Pair.Pruned.
 const (
-	PrunedHB  = "hb-inference" // a delay at ℓ1 stalled ℓ2's goroutine (TSVD §3.4.4)
-	PrunedBug = "bug-found"    // the pair was exposed as a bug
+	PrunedHB = "hb-inference" // a delay at ℓ1 stalled ℓ2's goroutine (TSVD §3.4.4)
+	// PrunedFollows: ℓ2 came right after a delay at ℓ1 ended, at two
+	// lengths of the delay (ApplyRun): its goroutine waits for ℓ1's.
+	PrunedFollows = "follows-delay"
+	PrunedBug     = "bug-found" // the pair was exposed as a bug
 )
 
 // RunOutcome is what one finished detection run did, in the plan's terms:
@@ -50,11 +53,30 @@ type RunDelay struct {
 }
 
 // Late is a partner access at Second that came right after a delay at
-// First ended; NeedNs is how long after that delay's start it came.
+// First ended; NeedNs is how long after that delay's start it came, and
+// DelayNs how long that delay lasted (0: not known).
 type Late struct {
 	First, Second uint32
 	NeedNs        int64
+	DelayNs       int64
 }
+
+// Follows reports whether the partner came so soon after the delay ended
+// that its arrival followed the end rather than happened near it: within
+// a tenth of the delay (1 ms at least) after a delay of at least
+// MinFollowNs. A partner that follows the ends of delays of two lengths
+// waits for the delayed goroutine (ApplyRun prunes the pair).
+func (lt Late) Follows() bool {
+	if lt.DelayNs < MinFollowNs {
+		return false
+	}
+	return lt.NeedNs-lt.DelayNs <= max(int64(1e6), lt.DelayNs/10)
+}
+
+// MinFollowNs is the shortest delay whose end a partner's arrival can be
+// said to follow (Late.Follows): after a shorter one, scheduler latency
+// alone spreads arrivals over the window.
+const MinFollowNs = 5e6
 
 // GrowDelay lengthens the delay of location first after a partner arrived
 // needNs after a delay there started, just after it ended: the new delay
@@ -77,6 +99,25 @@ func (p *Plan) GrowDelay(first uint32, needNs int64) {
 	l.Grown++
 }
 
+// followed reports whether the partner of lt followed the end of a delay
+// at lt.First in an earlier run too, and marks the pair (Pair.Follows)
+// when it did not.
+func (p *Plan) followed(lt Late) bool {
+	l := p.Location(lt.First)
+	if l == nil {
+		return false
+	}
+	for i := range l.Pairs {
+		if pr := &l.Pairs[i]; pr.Second == lt.Second && pr.Pruned == "" {
+			if pr.Follows > 0 && l.Grown > 0 {
+				return true
+			}
+			pr.Follows++
+		}
+	}
+	return false
+}
+
 // PairID names the candidate pairs (First → Second), of either kind.
 type PairID struct{ First, Second uint32 }
 
@@ -94,6 +135,14 @@ func (p *Plan) ApplyRun(o RunOutcome) {
 	}
 	late := map[uint32]int64{}
 	for _, lt := range o.Late {
+		if lt.Follows() && p.followed(lt) {
+			// The partner followed the end of this delay and of one of
+			// another length in an earlier run (the location grew in
+			// between): it waits for ℓ1's goroutine, and a longer delay
+			// only moves it later.
+			p.PrunePair(lt.First, lt.Second, PrunedFollows)
+			continue
+		}
 		late[lt.First] = max(late[lt.First], lt.NeedNs)
 	}
 	for _, d := range o.Delays {

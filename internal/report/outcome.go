@@ -263,7 +263,7 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 				Exposed: res.Attr != nil && res.Attr.Delay.ID != 0 && d.ID == res.Attr.Delay.ID}
 		}
 		for _, l := range lg.Late {
-			o.Late = append(o.Late, plans.Late{First: l.First, Second: l.Second, NeedNs: l.NeedNs})
+			o.Late = append(o.Late, plans.Late{First: l.First, Second: l.Second, NeedNs: l.NeedNs, DelayNs: l.DelayNs})
 		}
 		o.Pruned = make([]plans.PairID, len(lg.Prunes))
 		for i, pr := range lg.Prunes {

@@ -98,6 +98,7 @@ type loc struct {
 type pairState struct {
 	second uint32
 	kind   plans.Kind
+	noWait bool // plans.Pair.NoWait: no dispose at second waits for this pair
 	pruned atomic.Bool
 	late   atomic.Bool // a late record was logged for the pair this run
 }
@@ -244,6 +245,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 		for j, pr := range pl.Pairs {
 			l.pairs[j].second = pr.Second
 			l.pairs[j].kind = pr.Kind
+			l.pairs[j].noWait = pr.NoWait
 			l.pairs[j].pruned.Store(pr.Pruned != "")
 			if pr.Pruned == "" && !plans.Guessed(pr.From) && pr.Kind != plans.CheckThenAct {
 				l.holdsAll = true
@@ -270,7 +272,7 @@ func newEngine(cfg config, clk clock) (*engine, error) {
 			if !l.pairs[j].pruned.Load() {
 				o := get(l.pairs[j].second)
 				o.partnerOf = append(o.partnerOf, partnerRef{first: l, pair: j})
-				if l.pairs[j].kind == plans.UseAfterDispose && !cfg.ablate.Has(abi.AblateBasic) && !slices.Contains(o.awaits, l) {
+				if l.pairs[j].kind == plans.UseAfterDispose && !l.pairs[j].noWait && !cfg.ablate.Has(abi.AblateBasic) && !slices.Contains(o.awaits, l) {
 					o.awaits = append(o.awaits, l)
 				}
 			}

@@ -850,6 +850,15 @@ func TestAwaitLatePartner(t *testing.T) {
 		t.Fatalf("use-before-init: clock %d", e.clk.t.Load())
 	}
 
+	// A pair marked no_wait: the dispose goes on at once.
+	l := uadLocation(1, 5*ms, 1, 2)
+	l.Pairs[0].NoWait = true
+	e = newTestEngine(t, testPlan(l), nil)
+	e.hit(2, 7)
+	if e.clk.t.Load() != 0 || e.awaits.Load() != 0 {
+		t.Fatalf("no_wait pair: clock %d, awaits %d", e.clk.t.Load(), e.awaits.Load())
+	}
+
 	// P = 0.5: the wait follows the location's draw for its instance 0.
 	e = newTestEngine(t, testPlan(uadLocation(1, 5*ms, 0.5, 2)), nil)
 	will := uniform(e.cfg.seed, 1, 0) < 0.5

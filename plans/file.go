@@ -340,6 +340,7 @@ func mergeLocation(a, b *Location) Location {
 			m.MinGapNs = min(pa.MinGapNs, pb.MinGapNs)
 			m.MaxGapNs = max(pa.MaxGapNs, pb.MaxGapNs)
 			m.Follows = max(pa.Follows, pb.Follows)
+			m.NoWait = pa.NoWait || pb.NoWait
 			if m.Pruned == "" {
 				m.Pruned = pb.Pruned
 			}

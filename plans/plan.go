@@ -217,6 +217,11 @@ type Pair struct {
 	// delay at ℓ1 ended (Late.Follows); at the second, after the delay
 	// grew, ApplyRun prunes the pair (PrunedFollows).
 	Follows int `json:"follows,omitempty"`
+	// NoWait is set for a use-after-dispose pair when a dispose at ℓ2
+	// waited for ℓ1 in a detection run and no wait could have helped: ℓ1
+	// was not reached at all, or first by the goroutine that waited, after
+	// its wait (Plan.ApplyRun). A dispose no longer waits for this pair.
+	NoWait bool `json:"no_wait,omitempty"`
 	// From says which run's trace the pair came from when it was not the
 	// preparation run's: FromLearn or FromDetect, or FromPredicted or
 	// FromStatic for a pair the analysis guessed instead of seeing it.

@@ -398,3 +398,34 @@ func TestApplyRunPrunesFollowers(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyRunNoWait: a dispose that waited for ℓ1 in vain marks the pair
+// no_wait when ℓ1 was then not reached at all, or first by the goroutine
+// that waited (program order); not when ℓ1 came during the wait, or first
+// from another goroutine after it (a late partner the wait was too short
+// for), or when the run logged no instance of a location it reached.
+func TestApplyRunNoWait(t *testing.T) {
+	wait := []Wait{{Site: 8, G: 5, End: 200e6}}
+	for _, c := range []struct {
+		name      string
+		first     map[uint32]Instance
+		unreached []uint32
+		want      bool
+	}{
+		{"never reached", nil, []uint32{7}, true},
+		{"then by the waiter", map[uint32]Instance{7: {G: 5, T: 201e6}}, nil, true},
+		{"during the wait", map[uint32]Instance{7: {G: 5, T: 150e6}}, nil, false},
+		{"then by another goroutine", map[uint32]Instance{7: {G: 6, T: 230e6}}, nil, false},
+		{"reached, not logged", nil, nil, false},
+	} {
+		p := samplePlan()
+		p.ApplyRun(RunOutcome{Awaited: []uint32{8}, Waits: wait, First: c.first, Unreached: c.unreached})
+		l := p.Location(7)
+		if got := l.Pairs[0].NoWait; got != c.want {
+			t.Errorf("%s: no_wait %v, want %v", c.name, got, c.want)
+		}
+		if !l.Live() {
+			t.Errorf("%s: the location left S; only the wait should stop", c.name)
+		}
+	}
+}

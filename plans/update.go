@@ -1,5 +1,7 @@
 package plans
 
+import "slices"
+
 // The state detection runs change: probabilities, prunes, delay counts,
 // runs and bugs. The wafl process folds each finished run in with
 // ApplyRun; the inject runtime applies the same decay rule (Decayed) to
@@ -36,6 +38,14 @@ type RunOutcome struct {
 	// Awaited are the dispose sites that waited for a late partner
 	// (inject's awaitLate) in the run.
 	Awaited []uint32
+	// Waits are those waits, with the goroutine and when each ended, and
+	// First the first instance the run logged of each location (a delay
+	// or a skipped delay); Unreached are the locations the run never
+	// reached. From them ApplyRun tells a wait that could not have helped
+	// (noWait).
+	Waits     []Wait
+	First     map[uint32]Instance
+	Unreached []uint32
 	// Bug is the bug the run exposed, nil if none. Failing is the pair's
 	// ℓ2 (for a reordered use-before-init, not the later site that
 	// panicked): the plan keys a bug by its pair.
@@ -50,6 +60,20 @@ type RunDelay struct {
 	Ended bool
 	// Exposed is set for the delay that exposed the run's bug.
 	Exposed bool
+}
+
+// Wait is a dispose at Site that waited for a late partner in goroutine
+// G until End (ns since the run's setup).
+type Wait struct {
+	Site uint32
+	G    uint64
+	End  int64
+}
+
+// Instance is a dynamic instance of a location: goroutine G at T.
+type Instance struct {
+	G uint64
+	T int64
 }
 
 // Late is a partner access at Second that came right after a delay at
@@ -158,6 +182,7 @@ func (p *Plan) ApplyRun(o RunOutcome) {
 		}
 	}
 	p.decayAwaitedInVain(o)
+	p.noWait(o)
 	for _, pr := range o.Pruned {
 		p.PrunePair(pr.First, pr.Second, PrunedHB)
 	}
@@ -167,6 +192,44 @@ func (p *Plan) ApplyRun(o RunOutcome) {
 	p.Runs = append(p.Runs, o.Run)
 	if o.Bug != nil {
 		p.AddBug(*o.Bug)
+	}
+}
+
+// noWait marks the use-after-dispose pairs whose dispose waited in the run
+// for a location ℓ1 that no goroutine reached while it waited, and that
+// either was not reached at all in the run, or first by the goroutine
+// that waited: ℓ1 came after the dispose in that goroutine's own program
+// order. No wait could have let a late partner in, and a dispose waits
+// for such a pair no more (Pair.NoWait); its location stays in S.
+func (p *Plan) noWait(o RunOutcome) {
+	if len(o.Waits) == 0 {
+		return
+	}
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		for j := range l.Pairs {
+			pr := &l.Pairs[j]
+			if pr.Kind != UseAfterDispose || pr.Pruned != "" || pr.NoWait {
+				continue
+			}
+			for _, w := range o.Waits {
+				if w.Site != pr.Second {
+					continue
+				}
+				first, reached := o.First[l.Site]
+				if reached && first.T <= w.End {
+					continue // ℓ1 came while it waited
+				}
+				if reached && first.G != w.G {
+					continue // a late partner came after the wait
+				}
+				if !reached && !slices.Contains(o.Unreached, l.Site) {
+					continue // reached, but its instances were not logged
+				}
+				pr.NoWait = true
+				break
+			}
+		}
 	}
 }
 

@@ -247,10 +247,29 @@ func runRecord(in RunInput, res *RunResult) plans.Run {
 	return r
 }
 
+// firstInstances returns, per site, the first instance the log records:
+// the earliest delay or skipped delay there.
+func (lg *Log) firstInstances() map[uint32]plans.Instance {
+	first := map[uint32]plans.Instance{}
+	note := func(site uint32, g uint64, t int64) {
+		if f, ok := first[site]; !ok || t < f.T {
+			first[site] = plans.Instance{G: g, T: t}
+		}
+	}
+	for _, d := range lg.Delays {
+		note(d.Site, d.G, d.Start)
+	}
+	for _, s := range lg.Skips {
+		note(s.Site, s.G, s.T)
+	}
+	return first
+}
+
 // PlanOutcome describes the run for plans.Plan.ApplyRun, from the log, so
 // that it works after a crash too: the delays the log records (the one
 // that exposed the bug marked), the pairs happens-before inference pruned,
-// the disposes that waited for a late partner, whether the run ablated
+// the disposes that waited for a late partner (with the first logged
+// instance of each location and the locations never reached), whether the run ablated
 // decay, the run record and the bug, keyed by its pair.
 func (res *RunResult) PlanOutcome() plans.RunOutcome {
 	o := plans.RunOutcome{Run: res.Run}
@@ -271,6 +290,15 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 		}
 		for _, a := range lg.Awaits {
 			o.Awaited = append(o.Awaited, a.Site)
+			o.Waits = append(o.Waits, plans.Wait{Site: a.Site, G: a.G, End: a.T})
+		}
+		if len(lg.Awaits) > 0 {
+			o.First = lg.firstInstances()
+			for _, l := range lg.Locs {
+				if l.Instances == 0 {
+					o.Unreached = append(o.Unreached, l.Site)
+				}
+			}
 		}
 	}
 	if a := res.Attr; a != nil {

@@ -623,3 +623,33 @@ func TestSARIF(t *testing.T) {
 		t.Errorf("empty SARIF: %v\n%s", err, buf.String())
 	}
 }
+
+// TestPlanOutcomeWaitInVain: a run log in which the dispose at 4 waited
+// for the use at 3, and goroutine 5, the one that waited, was the first to
+// reach 3 afterwards; and one in which the use at 3 came during the wait.
+// The first marks the pair no_wait, the second does not.
+func TestPlanOutcomeWaitInVain(t *testing.T) {
+	for _, c := range []struct {
+		name, delay string
+		want        bool
+	}{
+		{"the waiter reached the use after its wait", `{"ev":"delay","t":101000000,"id":1,"site":3,"g":5,"ns":1000000}`, true},
+		{"another goroutine reached it during the wait", `{"ev":"skip","t":50000000,"site":3,"g":6,"n":0,"why":"interference"}`, false},
+	} {
+		var log bytes.Buffer
+		fmt.Fprintln(&log, `{"ev":"setup","t":0,"run":1,"seed":9,"ablate":""}`)
+		fmt.Fprintln(&log, `{"ev":"await","t":100000000,"site":4,"g":5,"ns":100000000}`)
+		fmt.Fprintln(&log, c.delay)
+		fmt.Fprintln(&log, `{"ev":"loc","t":300000000,"site":3,"p":0.9,"live":true,"delays":1,"instances":1,"skip_prob":0}`)
+		fmt.Fprintln(&log, `{"ev":"finish","t":300000000,"delays":1,"delay_ns":1000000}`)
+		lg, err := ParseLog(&log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newPlan(pairLoc(plans.UseAfterDispose, 3, 4, ms))
+		p.ApplyRun((&RunResult{Status: Pass, Log: lg, Run: plans.Run{N: 1, Outcome: "pass"}}).PlanOutcome())
+		if got := p.Location(3).Pairs[0].NoWait; got != c.want {
+			t.Errorf("%s: no_wait %v, want %v", c.name, got, c.want)
+		}
+	}
+}

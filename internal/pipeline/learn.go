@@ -54,9 +54,18 @@ import (
 // goroutines that still gets its one recording run.
 const cheapLearn = 100 * time.Millisecond
 
+// maxLearnEvents is the most events a plan's recorded runs may have had
+// for it to learn: a stress test that starts a million goroutines
+// (chi's TestMuxContextIsThreadSafe: 17M events, a million of its
+// goroutines late) costs seconds to record and more to analyze again,
+// far beyond "one more preparation run of a short test", and a run that
+// found no candidate in that many events is unlikely to find one in the
+// next schedule.
+const maxLearnEvents = 2_000_000
+
 // learnable reports whether plan gets a recording run.
 func learnable(plan *plans.Plan) bool {
-	if len(plan.Locations) > 0 || plan.Provenance.Learned >= plans.MaxLearn {
+	if len(plan.Locations) > 0 || plan.Provenance.Learned >= plans.MaxLearn || plan.Provenance.Events > maxLearnEvents {
 		return false
 	}
 	if f := plan.Provenance.Forks; f != nil && *f == 0 {

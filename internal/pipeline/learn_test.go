@@ -431,3 +431,26 @@ func TestHangs(t *testing.T) {
 	}
 	t.Fatalf("no learn problem for TestHangs: %+v", sum.Problems)
 }
+
+// TestLearnable: which plans without candidates get a recording run.
+func TestLearnable(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name string
+		prov plans.Provenance
+		want bool
+	}{
+		{"late goroutines", plans.Provenance{Events: 5000, Forks: n(10), Late: n(2)}, true},
+		{"older wafl (no counts)", plans.Provenance{Events: 5000}, true},
+		{"no goroutine started", plans.Provenance{Events: 5000, Forks: n(0)}, false},
+		{"on time, short", plans.Provenance{Events: 5000, Forks: n(3), Late: n(0), DurationNs: 50e6}, true},
+		{"on time, long", plans.Provenance{Events: 5000, Forks: n(3), Late: n(0), DurationNs: 500e6}, false},
+		{"learned enough", plans.Provenance{Events: 5000, Forks: n(10), Late: n(2), Learned: plans.MaxLearn}, false},
+		{"a stress test's million goroutines", plans.Provenance{Events: 16_953_249, Forks: n(2_000_200), Late: n(1_000_000)}, false},
+	} {
+		p := &plans.Plan{Provenance: c.prov}
+		if got := learnable(p); got != c.want {
+			t.Errorf("%s: learnable %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -150,7 +150,11 @@ type PairID struct{ First, Second uint32 }
 // counts at its location (Location.Delays); every delay that ended and did
 // not expose the bug lowers its location's probability by Params.Decay
 // (Decay), unless the run switched decay off; the pairs happens-before
-// inference pruned are pruned (PrunedHB); the run is appended to Runs; the
+// inference pruned are pruned (PrunedHB); a late partner grows its
+// location's delay (GrowDelay), or prunes its pair when it followed the
+// end of delays of two lengths (PrunedFollows); a pair a dispose waited
+// for when no wait could help stops being waited for (noWait); the run
+// is appended to Runs; the
 // bug, if any, is recorded with AddBug, so its pair leaves S. Delays at
 // sites the plan has no location for are ignored.
 func (p *Plan) ApplyRun(o RunOutcome) {

@@ -54,10 +54,11 @@ command -v go >/dev/null || die "go is not on PATH"
 modules=("$@")
 if ((${#modules[@]} == 0)); then
 	modules=(
-		golang.org/x/sync@v0.24.0
+		golang.org/x/sync@v0.25.0
 		github.com/sourcegraph/conc@v0.3.0
-		go.uber.org/zap@v1.27.0
-		github.com/panjf2000/ants/v2@v2.11.3
+		go.uber.org/zap@v1.28.0
+		github.com/hashicorp/yamux@v0.1.2
+		github.com/panjf2000/ants/v2@v2.12.1
 	)
 fi
 

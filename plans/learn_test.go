@@ -153,7 +153,7 @@ func TestAddDetected(t *testing.T) {
 func TestAwaitInVainDecaysGuessedPair(t *testing.T) {
 	p := samplePlan()
 	p.Locations[1].Pairs[0].From = FromStatic // 7 → 8
-	p.ApplyRun(RunOutcome{Awaited: []uint32{8, 5}})
+	p.ApplyRun(RunOutcome{Waits: []Wait{{Site: 8}, {Site: 5}}})
 	if got, want := p.Location(7).Prob, Decayed(1, p.Params.Decay); got != want {
 		t.Errorf("static location after an await in vain: P %v, want %v", got, want)
 	}
@@ -163,14 +163,14 @@ func TestAwaitInVainDecaysGuessedPair(t *testing.T) {
 	// Delayed in the run: its goroutine came; one decay, the delay's.
 	q := samplePlan()
 	q.Locations[1].Pairs[0].From = FromStatic
-	q.ApplyRun(RunOutcome{Awaited: []uint32{8}, Delays: []RunDelay{{Site: 7, Ended: true}}})
+	q.ApplyRun(RunOutcome{Waits: []Wait{{Site: 8}}, Delays: []RunDelay{{Site: 7, Ended: true}}})
 	if got, want := q.Location(7).Prob, Decayed(1, q.Params.Decay); got != want {
 		t.Errorf("delayed static location: P %v, want %v", got, want)
 	}
 	// Without decay (ablation) nothing changes.
 	r := samplePlan()
 	r.Locations[1].Pairs[0].From = FromPredicted
-	r.ApplyRun(RunOutcome{Awaited: []uint32{8}, NoDecay: true})
+	r.ApplyRun(RunOutcome{Waits: []Wait{{Site: 8}}, NoDecay: true})
 	if r.Location(7).Prob != 1 {
 		t.Errorf("decay ablated: P %v", r.Location(7).Prob)
 	}

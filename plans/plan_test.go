@@ -419,7 +419,7 @@ func TestApplyRunNoWait(t *testing.T) {
 		{"reached, not logged", nil, nil, false},
 	} {
 		p := samplePlan()
-		p.ApplyRun(RunOutcome{Awaited: []uint32{8}, Waits: wait, First: c.first, Unreached: c.unreached})
+		p.ApplyRun(RunOutcome{Waits: wait, First: c.first, Unreached: c.unreached})
 		l := p.Location(7)
 		if got := l.Pairs[0].NoWait; got != c.want {
 			t.Errorf("%s: no_wait %v, want %v", c.name, got, c.want)

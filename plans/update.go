@@ -35,10 +35,8 @@ type RunOutcome struct {
 	// Traps are the candidate pairs a basic-mode run found online
 	// (AddTrap); ApplyRun adds them before anything else.
 	Traps []Trap
-	// Awaited are the dispose sites that waited for a late partner
-	// (inject's awaitLate) in the run.
-	Awaited []uint32
-	// Waits are those waits, with the goroutine and when each ended, and
+	// Waits are the disposes that waited for a late partner (inject's
+	// awaitLate) in the run, with the goroutine and when each ended, and
 	// First the first instance the run logged of each location (a delay
 	// or a skipped delay); Unreached are the locations the run never
 	// reached. From them ApplyRun tells a wait that could not have helped
@@ -243,7 +241,7 @@ func (p *Plan) noWait(o RunOutcome) {
 // delayed, so no delay decays it; without this, its partner would wait in
 // every run.
 func (p *Plan) decayAwaitedInVain(o RunOutcome) {
-	if len(o.Awaited) == 0 || o.NoDecay {
+	if len(o.Waits) == 0 || o.NoDecay {
 		return
 	}
 	delayed := map[uint32]bool{}
@@ -251,7 +249,8 @@ func (p *Plan) decayAwaitedInVain(o RunOutcome) {
 		delayed[d.Site] = true
 	}
 	decayed := map[uint32]bool{}
-	for _, site := range o.Awaited {
+	for _, w := range o.Waits {
+		site := w.Site
 		for i := range p.Locations {
 			l := &p.Locations[i]
 			if delayed[l.Site] || decayed[l.Site] {

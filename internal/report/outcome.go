@@ -289,7 +289,6 @@ func (res *RunResult) PlanOutcome() plans.RunOutcome {
 			o.Pruned[i] = plans.PairID{First: pr.First, Second: pr.Second}
 		}
 		for _, a := range lg.Awaits {
-			o.Awaited = append(o.Awaited, a.Site)
 			o.Waits = append(o.Waits, plans.Wait{Site: a.Site, G: a.G, End: a.T})
 		}
 		if len(lg.Awaits) > 0 {

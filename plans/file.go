@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // Validate checks the plan's internal consistency: the version, the
@@ -423,10 +425,15 @@ func (p *Plan) SetInterference(site uint32, sites []uint32) {
 
 // SetBuild records the build the plan's test runs in: the test binary's
 // path, its site table's path and the binary's hash (Provenance.Binary,
-// Sites and BinaryHash).
+// Sites and BinaryHash); the stamp of another binary goes.
 func (p *Plan) SetBuild(binary, sites, hash string) {
 	p.Provenance.Binary, p.Provenance.Sites, p.Provenance.BinaryHash = binary, sites, hash
+	p.Provenance.BinaryStamp = nil
 }
+
+// SetBinaryStamp records the test binary's file stamp for a detection
+// run's copy of the plan (Provenance.BinaryStamp; nil: none).
+func (p *Plan) SetBinaryStamp(s *abi.Stamp) { p.Provenance.BinaryStamp = s }
 
 // SetForks records how many goroutines the test started in the run the
 // plan was made from (Provenance.Forks).

@@ -1,5 +1,7 @@
 package plans
 
+import "github.com/memorder/wafl/abi"
+
 // Version is the plan file format version. Bump it on any incompatible
 // change and document the change in docs/plan-format.md.
 const Version = 1
@@ -61,8 +63,12 @@ type Provenance struct {
 	Trace      string `json:"trace"`
 	Binary     string `json:"binary"`
 	BinaryHash string `json:"binary_hash"` // "sha256:<hex>" of the test binary
-	Sites      string `json:"sites"`       // path of the site table
-	Events     int64  `json:"events"`      // events in the trace
+	// BinaryStamp is the test binary's file stamp when wafl hashed it, in
+	// a detection run's copy of the plan: a runtime whose executable has
+	// that stamp knows it has BinaryHash without reading the binary.
+	BinaryStamp *abi.Stamp `json:"binary_stamp,omitempty"`
+	Sites       string     `json:"sites"`  // path of the site table
+	Events      int64      `json:"events"` // events in the trace
 	// Thinned counts the use events the recorder left out of the trace:
 	// repeated uses of one slot at one site by one goroutine within
 	// about a millisecond (docs/trace-format.md, thinned rows).

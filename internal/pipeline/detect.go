@@ -408,6 +408,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
 	// Pairs given to other tests of the package are not in it (share.go).
 	forRun := s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)
+	forRun.SetBinaryStamp(j.pkg.runStamp())
 	if err := plans.Save(runPlan, forRun); err != nil {
 		return nil, err
 	}

@@ -201,6 +201,7 @@ func (rp *replay) run(ctx context.Context, base string) (*report.RunResult, bool
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return nil, false, err
 	}
+	rp.plan.SetBinaryStamp(pb.runStamp())
 	if err := plans.Save(runPlan, rp.plan); err != nil {
 		return nil, false, err
 	}

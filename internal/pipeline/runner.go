@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/memorder/wafl/abi"
 
 	ibuild "github.com/memorder/wafl/internal/build"
 	"github.com/memorder/wafl/internal/pipeline/progress"
@@ -19,9 +22,28 @@ import (
 // pkgBuild is one package's instrumented test binary and its tests.
 type pkgBuild struct {
 	*ibuild.Package
-	hash  string   // "sha256:<hex>" of the binary
-	tests []string // tests selected by --run/--skip
-	procs pkgProcs // its test processes running now (session.start)
+	hash string // "sha256:<hex>" of the binary
+	// stamp is the binary's file stamp right after the build step hashed
+	// it (ok false: none); runStamp gives it to detection runs.
+	stamp   abi.Stamp
+	stamped bool
+	tests   []string // tests selected by --run/--skip
+	procs   pkgProcs // its test processes running now (session.start)
+}
+
+// runStamp is the stamp a detection run's plan copy carries for the
+// runtime (plans.Provenance.BinaryStamp): the binary's stamp when the
+// build step hashed it, if the binary still has it and it has settled
+// (abi.Stamp.Settled); nil otherwise, and the runtime hashes the binary.
+func (p *pkgBuild) runStamp() *abi.Stamp {
+	if !p.stamped {
+		return nil
+	}
+	now, ok := abi.StampOf(p.Binary)
+	if !ok || now != p.stamp || !now.Settled(time.Now().UnixNano()) {
+		return nil
+	}
+	return &now
 }
 
 // job is one test of one package.
@@ -312,7 +334,9 @@ func build(ctx context.Context, c *Common, pk *Packages, tests *Tests, ws *workd
 			continue
 		}
 		sum.PackagesBuilt++
-		built = append(built, &pkgBuild{Package: p, hash: hashes[p.ImportPath]})
+		pb := &pkgBuild{Package: p, hash: hashes[p.ImportPath]}
+		pb.stamp, pb.stamped = abi.StampOf(p.Binary)
+		built = append(built, pb)
 	}
 	if len(res.Packages) == 0 {
 		return nil, fmt.Errorf("no packages match %v", pk.Patterns)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memorder/wafl/internal/pipeline/testrun"
@@ -74,6 +75,11 @@ func (g *gate) tryAcquire() bool {
 	return true
 }
 
+// keep says whether a slot the gate admitted may take another job: at
+// least one CPU stayed idle over the last measure, which counts the slot's
+// own process. No settling wait: the slot adds no process.
+func (g *gate) keep() bool { return g.idle() >= 1 }
+
 func (g *gate) release() {
 	g.mu.Lock()
 	g.running--
@@ -81,43 +87,60 @@ func (g *gate) release() {
 }
 
 // spread runs fn(0) … fn(n-1), a package's jobs (tests, or chunks of its
-// tests): one after another on the calling worker, and, while the gate g
-// admits them, more at once beside it. It returns when every started
-// job has returned.
+// tests), in that order: one after another on the calling worker, and,
+// while the gate g admits them, more at once beside it. A slot the gate
+// admitted takes the next job as soon as its own ends while a CPU stays
+// idle (gate.keep), so that a package of short tests that mostly wait
+// keeps as many processes going as the CPUs allow, not one more per
+// settling time. It returns when every started job has returned.
 func spread(ctx context.Context, g *gate, n int, fn func(int)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	free := make(chan struct{}, 1) // a job ended: the worker may go on
-	free <- struct{}{}
+	var next atomic.Int64
+	take := func() (int, bool) {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		i := int(next.Add(1) - 1)
+		return i, i < n
+	}
+	own := make(chan struct{}) // the worker's own run of jobs ended
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(own)
+		for i, ok := take(); ok; i, ok = take() {
+			fn(i)
+		}
+	}()
 	poll := time.Second
 	if g != nil && g.settle > 0 {
 		poll = g.settle / 2
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	for i := 0; i < n; {
-		extra := false
+	for {
 		select {
-		case <-free:
-		case <-tick.C:
-			if !g.tryAcquire() {
-				continue
-			}
-			extra = true
+		case <-own:
+			return
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+		}
+		if next.Load() >= int64(n) || !g.tryAcquire() {
+			continue
 		}
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			fn(i)
-			if extra {
-				g.release()
-				return
+			defer g.release()
+			for i, ok := take(); ok; i, ok = take() {
+				fn(i)
+				if !g.keep() {
+					return
+				}
 			}
-			free <- struct{}{}
-		}(i)
-		i++
+		}()
 	}
 }
 

@@ -91,6 +91,58 @@ func TestSpread(t *testing.T) {
 	}
 }
 
+// TestSpreadKeepsSlot: a slot the gate admitted goes on to the next job
+// at once while CPUs stay idle, instead of giving the slot back and
+// waiting a settling time for the next admission; with no CPU idle it
+// gives the slot back after its job.
+func TestSpreadKeepsSlot(t *testing.T) {
+	run := func(idleAfter float64) (gap time.Duration, extra int) {
+		calls := 0
+		var mu sync.Mutex
+		idle := func() float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls == 1 {
+				return 2 // the admission
+			}
+			return idleAfter
+		}
+		// Settling for 2 s: the first admission comes after 1 s, a second
+		// could not come before 3 s.
+		g := &gate{limit: 1, idle: idle, settle: 2 * time.Second}
+		var started [4]time.Time
+		rest := make(chan struct{})
+		var restDone sync.WaitGroup
+		restDone.Add(3)
+		go func() { restDone.Wait(); close(rest) }()
+		spread(context.Background(), g, 4, func(i int) {
+			mu.Lock()
+			started[i] = time.Now()
+			mu.Unlock()
+			if i == 0 {
+				// The worker's job lasts until the other three are done,
+				// or 2.5 s.
+				select {
+				case <-rest:
+				case <-time.After(2500 * time.Millisecond):
+				}
+				return
+			}
+			restDone.Done()
+		})
+		return started[3].Sub(started[1]), calls - 1
+	}
+	if gap, _ := run(2); gap > time.Second {
+		t.Errorf("CPUs idle: the admitted slot's third job started %v after its first; want it at once", gap)
+	}
+	// Without idle CPUs the slot's job 1 is its only one: jobs 2 and 3
+	// wait for the worker, whose job 0 ends at 2.5 s.
+	if gap, keeps := run(0.5); gap < time.Second || keeps < 1 {
+		t.Errorf("no CPU idle after the admission: jobs 1 and 3 %v apart (want ≥ 1 s), %d keep checks", gap, keeps)
+	}
+}
+
 // takeSrc is take(t), which creates the file "lock" in the package
 // directory and says whether it did (false: it exists).
 const takeSrc = `func take(t *testing.T) bool {

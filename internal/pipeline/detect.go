@@ -118,35 +118,64 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	}
 	failures := at.failures
 	runs := at.k
-	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); k++ {
-		n := len(plan.Runs) + 1
-		r := runSpec{n: n, seed: o.Seed + uint64(k), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
-		r.record = !o.Basic && recordsRun(plan, k) // learn.go
-		rr, err := detectRun(ctx, s, o, j, plan, tab, r)
-		if errors.Is(err, errBeside) {
-			s.deferRuns(j, resume{k: k, failures: failures, known: known, learned: learned})
-			return 0, "", err
+	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); {
+		// A long test's remaining runs start side by side while CPUs are
+		// idle (sideBySide); each run is judged, then all are folded into
+		// the plan in order, as if they had run one after another.
+		batch := 1
+		if !resumed { // a test stopped by errBeside goes on alone
+			batch = runBatch(s, o, plan, k)
 		}
-		if err != nil {
-			return 0, "", err
+		specs := make([]runSpec, batch)
+		for i := range specs {
+			n := len(plan.Runs) + 1 + i
+			specs[i] = runSpec{n: n, seed: o.Seed + uint64(k+i), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
+			specs[i].record = !o.Basic && recordsRun(plan, k+i) // learn.go
 		}
-		switch rr.Status {
-		case report.BugFound:
-			rr.Bug.Runs = k + 1
-			s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
-			s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
-			return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+1, paren(learned)), nil
-		case report.TimedOut:
-			return 0, "", &testError{note: "timeout",
-				err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
-		case report.SetupFailed:
-			return 0, "", errors.New(rr.Reason)
-		case report.Fail:
-			if rr.Known == nil { // else the panic is a bug already on record, reached again
-				failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
+		results := make([]*report.RunResult, batch)
+		errs := make([]error, batch)
+		var wg sync.WaitGroup
+		for i := 1; i < batch; i++ {
+			wg.Go(func() {
+				defer s.gate.release()
+				results[i], errs[i] = startRun(ctx, s, o, j, plan, tab, specs[i])
+			})
+		}
+		results[0], errs[0] = startRun(ctx, s, o, j, plan, tab, specs[0])
+		wg.Wait()
+		for i, r := range specs {
+			rr, err := results[i], errs[i]
+			if errors.Is(err, errBeside) {
+				// The runs after it in the batch do not count either:
+				// they go on after this one, run alone.
+				s.deferRuns(j, resume{k: k + i, failures: failures, known: known, learned: learned})
+				return 0, "", err
 			}
+			if err != nil {
+				return 0, "", err
+			}
+			if err := foldRun(ctx, s, o, j, plan, tab, r, rr); err != nil {
+				return 0, "", err
+			}
+			switch rr.Status {
+			case report.BugFound:
+				rr.Bug.Runs = k + i + 1
+				s.sum.add(func(s *Summary) { s.Bugs = append(s.Bugs, rr.Bug) })
+				s.prog.Printf("BUG %s in %s.%s (run %d, seed %d): %s\n", rr.Bug.Kind, j.pkg.ImportPath, j.test, r.n, r.seed, rr.Bug.Panic)
+				return 1 + len(known), fmt.Sprintf("%s after %d run(s)%s", rr.Bug.Kind, k+i+1, paren(learned)), nil
+			case report.TimedOut:
+				return 0, "", &testError{note: "timeout",
+					err: fmt.Errorf("run %d timed out (%s%s); output in %s", r.n, rr.Reason, timeoutNote(o.Timeout, plan), r.output())}
+			case report.SetupFailed:
+				return 0, "", errors.New(rr.Reason)
+			case report.Fail:
+				if rr.Known == nil { // else the panic is a bug already on record, reached again
+					failures = append(failures, fmt.Sprintf("run %d: %s%s (output in %s)", r.n, rr.Reason, lastDelay(rr, tab), r.output()))
+				}
+			}
+			runs++
 		}
-		runs++
+		k += batch
 	}
 	if len(failures) > 0 {
 		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n"+strings.Join(failures, "\n"))
@@ -169,6 +198,29 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, fmt.Sprintf("no MEMORDER bug; failed in %d of %d runs under delays, see problems", len(failures), runs) + paren(learned), nil
 	}
 	return 0, "no bug" + paren(learned), nil
+}
+
+// sideBySide is the shortest preparation run of a test whose detection
+// runs may start side by side: for a test that long, its chain of runs
+// one after another, each waiting for the plan the one before left, is
+// what a package's detection waits for last.
+const sideBySide = 300 * time.Millisecond
+
+// runBatch is how many of test j's detection runs start now, from run k
+// of o.Runs: one, or, for a test whose preparation run took sideBySide or
+// longer, as many of its remaining runs as the gate admits processes
+// beside this one (each holds a gate slot, released when it ends). Runs
+// side by side all read the plan as it is now: they lose what one would
+// have learned from the other (decays, grown delays, prunes), and gain
+// the time of a chain of long runs on CPUs left idle. The first run of a
+// detect call records (recordsRun) and runs alone, so that its candidates
+// reach the rest.
+func runBatch(s *session, o *DetectOptions, plan *plans.Plan, k int) int {
+	left := o.Runs - k
+	if o.Basic || left < 2 || recordsRun(plan, k) || plan.Provenance.DurationNs < int64(sideBySide) {
+		return 1
+	}
+	return 1 + s.gate.tryAcquireN(left-1)
 }
 
 // detectSetup returns test j's plan for its detection runs, the bugs it
@@ -389,10 +441,11 @@ type runSpec struct {
 
 func (r runSpec) output() string { return r.base + ".log" }
 
-// detectRun makes detection run r of test j with plan: it runs the test
-// binary on a copy of the plan, judges the run (report.Outcome), folds it
-// into the plan and saves the plan.
-func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec) (*report.RunResult, error) {
+// startRun makes detection run r of test j with plan: it runs the test
+// binary on a copy of the plan and judges the run (report.Outcome); it
+// does not change plan, so that runs side by side can start from the same
+// plan (foldRun folds each in).
+func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec) (*report.RunResult, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	logPath, crashPath := r.base+".wlog", r.base+".crash"
 	os.Remove(logPath)
@@ -456,18 +509,26 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 	if err != nil {
 		return nil, err
 	}
+	return rr, nil
+}
+
+// foldRun folds detection run r of test j (its result rr, from startRun)
+// into plan and saves the plan: the bug's bundle, the run's outcome, what
+// a recording run learned.
+func foldRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, r runSpec, rr *report.RunResult) error {
+	pkg, test := j.pkg.ImportPath, j.test
 	if rr.Status == report.BugFound {
-		if err := saveBundle(s.ws, o.Self, j, runPlan, plan, tab, rr.Bug); err != nil {
-			return nil, err
+		if err := saveBundle(s.ws, o.Self, j, r.base+".plan.json", plan, tab, rr.Bug); err != nil {
+			return err
 		}
 	}
 	plan.ApplyRun(rr.PlanOutcome())
 	if err := plans.Save(s.ws.PlanPath(pkg, test), plan); err != nil {
-		return nil, err
+		return err
 	}
 	if r.record {
-		if err := learnFromRun(ctx, s, o, j, plan, raw, r, rr); err != nil {
-			return nil, err
+		if err := learnFromRun(ctx, s, o, j, plan, r.base+".wraw", r, rr); err != nil {
+			return err
 		}
 	}
 	tried := 0
@@ -479,7 +540,7 @@ func detectRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *p
 		}
 	}
 	s.sum.add(func(s *Summary) { s.Runs++; s.Delays += rr.Run.Delays; s.StaticDelays += tried })
-	return rr, nil
+	return nil
 }
 
 // staticLocations returns the delay locations of plan that have a static

@@ -75,6 +75,27 @@ func (g *gate) tryAcquire() bool {
 	return true
 }
 
+// tryAcquireN admits up to n more processes at once, as tryAcquire
+// admits one: one for each CPU that stayed idle over the last measure. It
+// returns how many it admitted; release gives back each.
+func (g *gate) tryAcquireN(n int) int {
+	if g == nil || g.limit <= 0 || n <= 0 {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running >= g.limit || time.Since(g.last) < g.settle {
+		return 0
+	}
+	k := min(n, g.limit-g.running, int(g.idle()))
+	if k <= 0 {
+		return 0
+	}
+	g.running += k
+	g.last = time.Now()
+	return k
+}
+
 // keep says whether a slot the gate admitted may take another job: at
 // least one CPU stayed idle over the last measure, which counts the slot's
 // own process. No settling wait: the slot adds no process.

@@ -109,7 +109,8 @@ func (g *gate) release() {
 
 // spread runs fn(0) … fn(n-1), a package's jobs (tests, or chunks of its
 // tests), in that order: one after another on the calling worker, and,
-// while the gate g admits them, more at once beside it. A slot the gate
+// while the gate g admits them, more at once beside it: one more for each
+// CPU that stayed idle, each settling time. A slot the gate
 // admitted takes the next job as soon as its own ends while a CPU stays
 // idle (gate.keep), so that a package of short tests that mostly wait
 // keeps as many processes going as the CPUs allow, not one more per
@@ -148,20 +149,23 @@ func spread(ctx context.Context, g *gate, n int, fn func(int)) {
 			return
 		case <-tick.C:
 		}
-		if next.Load() >= int64(n) || !g.tryAcquire() {
+		left := n - int(next.Load())
+		if left <= 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer g.release()
-			for i, ok := take(); ok; i, ok = take() {
-				fn(i)
-				if !g.keep() {
-					return
+		for range g.tryAcquireN(left) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer g.release()
+				for i, ok := take(); ok; i, ok = take() {
+					fn(i)
+					if !g.keep() {
+						return
+					}
 				}
-			}
-		}()
+			}()
+		}
 	}
 }
 

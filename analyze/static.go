@@ -209,8 +209,10 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 		// [τa, τa + δ).
 		for _, d := range window(disp, lg.from, lg.at, a.delta) {
 			work++
+			// The cheap tests first: most disposes are of fields the
+			// goroutine cannot reach, and the clock tests walk the forest.
 			ds, ok := info[d.site]
-			if !ok || d.g == lg.child || !a.lateConcurrent(lg, d.g, d.clock) || !a.related(lg, d.g) {
+			if !ok || d.g == lg.child || len(ru.byField[ds.Field]) == 0 || !a.lateConcurrent(lg, d.g, d.clock) || !a.related(lg, d.g) {
 				continue
 			}
 			for _, u := range ru.byField[ds.Field] {
@@ -227,7 +229,7 @@ func (a *analysis) staticPairs(info map[uint32]SiteInfo, lates []lateG, r Reache
 		for _, in := range window(inits, lg.at, lg.at, a.delta) {
 			work++
 			is, ok := info[in.site]
-			if !ok || in.g == lg.child || !a.lateConcurrent(lg, in.g, in.clock) || !a.related(lg, in.g) {
+			if !ok || in.g == lg.child || len(ru.byField[is.Field]) == 0 || !a.lateConcurrent(lg, in.g, in.clock) || !a.related(lg, in.g) {
 				continue
 			}
 			for _, u := range ru.byField[is.Field] {

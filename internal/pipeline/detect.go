@@ -51,8 +51,10 @@ func Detect(ctx context.Context, o DetectOptions) (*Summary, error) {
 		phase:    "detect",
 		spread:   true,
 		before: func(ctx context.Context, s *session, jobs []job) {
-			s.learned = learnPackages(ctx, s, &o, jobs) // learn.go
-			s.shares = shareOut(s, &o, jobs)            // share.go
+			s.learning = learnPackages(ctx, s, &o, jobs) // learn.go
+			// The tests that learn now are left out: the pairs a plan
+			// gains during the call are its own.
+			s.shares = shareOut(s, &o, s.learning.others(jobs)) // share.go
 		},
 		each: func(ctx context.Context, s *session, j job) (int, string, error) {
 			return detectTest(ctx, s, &o, &tabs, j)
@@ -236,6 +238,9 @@ func detectSetup(ctx context.Context, s *session, o *DetectOptions, j job, at re
 		o.Params.ApplyDetection(&plan.Params)
 		return plan, at.known, at.learned, nil
 	}
+	// A test that learns in its package's recording run waits for it,
+	// whose account and plan it then has.
+	learned, ok := s.learning.wait(j)
 	plan, known, err := detectPlan(ctx, s, o, j)
 	if err != nil {
 		return nil, nil, "", err
@@ -248,7 +253,6 @@ func detectSetup(ctx context.Context, s *session, o *DetectOptions, j job, at re
 		}
 		return nil, nil, "not delayed (//wafl:nodelay)", nil
 	}
-	learned, ok := s.learned[j] // a recording run shared with the package's other tests
 	if !ok && len(plan.Locations) == 0 && len(known) == 0 && !o.Basic {
 		if plan, learned, err = learn(ctx, s, o, j, plan); err != nil {
 			return nil, nil, "", err

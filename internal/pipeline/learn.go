@@ -47,8 +47,9 @@ import (
 // little more than the process. Either way a detect call's learning costs
 // at most about one more preparation run of the tests that learn. The
 // tests of a package that learn run in one recording process, as
-// prepare's package run (learnPackages); a test prepared by detect itself
-// learns alone (learn).
+// prepare's package run (learnPackages), beside the detection runs of the
+// tests that have candidates; a test prepared by detect itself learns
+// alone (learn).
 
 // cheapLearn is the longest preparation run of a test without late
 // goroutines that still gets its one recording run.
@@ -160,50 +161,120 @@ func learnAccount(plan *plans.Plan, added int, how string) string {
 	return fmt.Sprintf("learned %s in a recording run%s", plural(added, "candidate pair", "candidate pairs"), how)
 }
 
-// learnPackages makes, before detection, the recording runs of the tests
-// among jobs whose current plans learn (learnable): one process per
-// package, o.Parallel packages at a time, split per test as prepare's
-// package run is. It returns each such test's account by job; a test whose
-// plan is not current (detect prepares it first) learns alone later.
-func learnPackages(ctx context.Context, s *session, o *DetectOptions, jobs []job) map[job]string {
-	var mu sync.Mutex
-	out := map[job]string{}
-	forEach(ctx, o.Parallel, byPackage(jobs), func(js []job) {
-		var learn []job
-		plansOf := map[string]*plans.Plan{}
-		for _, j := range js {
-			if o.Basic || slices.Contains(j.pkg.NoDelay, j.test) {
-				continue
-			}
-			plan, err := plans.Load(s.ws.PlanPath(j.pkg.ImportPath, j.test))
-			if err != nil || plan.Provenance.BinaryHash != j.pkg.hash || plan.Provenance.Basic || len(plan.Bugs) > 0 || !learnable(plan) {
-				continue
-			}
-			learn = append(learn, j)
-			plansOf[j.test] = plan
+// learning is detect's package recording runs (learnPackages), which run
+// while the detection runs of the tests with candidates go on: only the
+// tests that learn in them wait for them.
+type learning struct {
+	tests map[job]bool // the tests that learn in a package recording run
+	done  chan struct{}
+	acc   map[job]string // their accounts, once done; a test without one learns alone
+}
+
+// wait waits, for a test that learns in a package recording run, until
+// those runs are done, and returns its account; ok is false for any other
+// test, and for one whose package's recording run failed.
+func (l *learning) wait(j job) (acc string, ok bool) {
+	if l == nil || !l.tests[j] {
+		return "", false
+	}
+	<-l.done
+	acc, ok = l.acc[j]
+	return acc, ok
+}
+
+// finish waits until the package recording runs are done.
+func (l *learning) finish() {
+	if l != nil {
+		<-l.done
+	}
+}
+
+// others are the jobs that do not learn in a package recording run.
+func (l *learning) others(js []job) []job {
+	var out []job
+	for _, j := range js {
+		if l == nil || !l.tests[j] {
+			out = append(out, j)
 		}
-		if len(learn) == 0 {
-			return
-		}
-		chunks := chunk(learn, s.gate)
-		spread(ctx, s.gate, len(chunks), func(i int) {
-			c := chunks[i]
-			acc, err := learnPackage(ctx, s, o, c, plansOf, chunkName(i, len(chunks)))
-			if err != nil {
-				if ctx.Err() == nil {
-					s.prog.Printf("wafl: %s: the shared recording run of %s failed, each learns alone: %v\n",
-						c[0].pkg.ImportPath, plural(len(c), "test", "tests"), err)
-				}
-				return
-			}
-			mu.Lock()
-			for j, a := range acc {
-				out[j] = a
-			}
-			mu.Unlock()
-		})
-	})
+	}
 	return out
+}
+
+// last moves the tests of js that learn in a package recording run after
+// the others, keeping each part's order: they wait for those runs, the
+// others need not.
+func (l *learning) last(js []job) []job {
+	if l == nil || len(l.tests) == 0 {
+		return js
+	}
+	out := make([]job, 0, len(js))
+	for _, j := range js {
+		if !l.tests[j] {
+			out = append(out, j)
+		}
+	}
+	for _, j := range js {
+		if l.tests[j] {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// learnPackages starts the recording runs of the tests among jobs whose
+// current plans learn (learnable): one process per package, o.Parallel
+// packages at a time, split per test as prepare's package run is; a test
+// whose plan is not current (detect prepares it first) learns alone
+// later. They run beside detection; learning.wait gives each test its
+// account.
+func learnPackages(ctx context.Context, s *session, o *DetectOptions, jobs []job) *learning {
+	l := &learning{tests: map[job]bool{}, done: make(chan struct{}), acc: map[job]string{}}
+	plansOf := map[job]*plans.Plan{}
+	for _, j := range jobs {
+		if o.Basic || slices.Contains(j.pkg.NoDelay, j.test) {
+			continue
+		}
+		plan, err := plans.Load(s.ws.PlanPath(j.pkg.ImportPath, j.test))
+		if err != nil || plan.Provenance.BinaryHash != j.pkg.hash || plan.Provenance.Basic || len(plan.Bugs) > 0 || !learnable(plan) {
+			continue
+		}
+		l.tests[j] = true
+		plansOf[j] = plan
+	}
+	var learn []job
+	for _, j := range jobs {
+		if l.tests[j] {
+			learn = append(learn, j)
+		}
+	}
+	var mu sync.Mutex
+	go func() {
+		defer close(l.done)
+		forEach(ctx, o.Parallel, byPackage(learn), func(js []job) {
+			byTest := map[string]*plans.Plan{}
+			for _, j := range js {
+				byTest[j.test] = plansOf[j]
+			}
+			chunks := chunk(js, s.gate)
+			spread(ctx, s.gate, len(chunks), func(i int) {
+				c := chunks[i]
+				acc, err := learnPackage(ctx, s, o, c, byTest, chunkName(i, len(chunks)))
+				if err != nil {
+					if ctx.Err() == nil {
+						s.prog.Printf("wafl: %s: the shared recording run of %s failed, each learns alone: %v\n",
+							c[0].pkg.ImportPath, plural(len(c), "test", "tests"), err)
+					}
+					return
+				}
+				mu.Lock()
+				for j, a := range acc {
+					l.acc[j] = a
+				}
+				mu.Unlock()
+			})
+		})
+	}()
+	return l
 }
 
 // learnPackage runs the tests js of one package in one recording process

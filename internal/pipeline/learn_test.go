@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -452,5 +454,65 @@ func TestLearnable(t *testing.T) {
 		if got := learnable(p); got != c.want {
 			t.Errorf("%s: learnable %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// besideSrc: TestLearner's goroutine never runs before the test ends
+// (its plan learns), and the test takes 3 s; TestPair has a candidate pair
+// that no delay can expose.
+const besideSrc = `package beside
+
+import (
+	"testing"
+	"time"
+)
+
+type S struct{ p *int }
+
+func TestLearner(t *testing.T) {
+	go func() { time.Sleep(time.Hour) }()
+	time.Sleep(3 * time.Second)
+}
+
+func TestPair(t *testing.T) {
+	s := &S{p: new(int)}
+	ready := make(chan struct{})
+	go func() {
+		_ = *s.p
+		close(ready)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	<-ready
+	s.p = nil
+}
+`
+
+// TestLearnBesideDetection: the package recording run of the tests that
+// learn runs while the tests with candidates make their detection runs;
+// they do not wait for it.
+func TestLearnBesideDetection(t *testing.T) {
+	o, _ := preparedModule(t, "beside", besideSrc, 1)
+	o.Ablate = abi.AblateHB | abi.AblateDecay
+	sum, err := Detect(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.LearnRuns != 1 || sum.Runs != 1 || len(sum.Problems) != 0 {
+		t.Fatalf("detect: %d learning runs, %d detection runs, problems %v; want 1, 1, none", sum.LearnRuns, sum.Runs, sum.Problems)
+	}
+	logs := filepath.Join(o.WorkDir, "logs", "example.com", "beside")
+	learnEnd, err := os.Stat(filepath.Join(logs, "_package.learn.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := report.ReadLog(filepath.Join(logs, "TestPair.run1.wlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Setup == nil {
+		t.Fatal("TestPair's run log has no setup")
+	}
+	if start := time.Unix(0, l.Setup.UnixNs); !start.Before(learnEnd.ModTime()) {
+		t.Errorf("TestPair's detection run started at %v, after the learning run ended (%v)", start, learnEnd.ModTime())
 	}
 }

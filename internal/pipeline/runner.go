@@ -99,9 +99,8 @@ type session struct {
 	interrupted string
 	// pkgRuns are prepare's package runs by import path (pkgprep.go).
 	pkgRuns map[string]*pkgRun
-	// learned are the accounts of the tests detect's package recording
-	// runs learned for (learn.go).
-	learned map[job]string
+	// learning are detect's package recording runs (learn.go).
+	learning *learning
 	// shares are the candidate pairs each test of detect delays
 	// (share.go); nil: all of its own.
 	shares *shares
@@ -172,6 +171,7 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 		// packages run Parallel at a time. With spread, more of a
 		// package's tests start beside them while CPUs are idle, and a
 		// run that fails beside another runs again alone (gate.go).
+		defer s.learning.finish() // the summary counts its runs
 		return forEach(ctx, w.tests.Parallel, byPackage(jobs), func(js []job) {
 			var (
 				mu   sync.Mutex
@@ -201,7 +201,7 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 				s.prog.Done(bugs, "%s.%s: %s", j.pkg.ImportPath, j.test, note)
 			}
 			if w.spread {
-				js := longestFirst(s, js)
+				js := s.learning.last(longestFirst(s, js))
 				spread(ctx, s.gate, len(js), func(i int) { each(js[i]) })
 				// With the package's other tests done, nothing runs
 				// beside these.

@@ -247,6 +247,11 @@ type Run struct {
 	Pruned         int    `json:"pruned"`  // pairs pruned by HB inference
 	Outcome        string `json:"outcome"` // "pass", "bug", "fail", "timeout"
 	DurationNs     int64  `json:"duration_ns"`
+	// Beside is how many of the test's runs started side by side with
+	// this one, itself included, all reading the plan as it was then
+	// (a long test's runs after its first); 0 for a run alone. Runs side
+	// by side are consecutive in Runs.
+	Beside int `json:"beside,omitempty"`
 }
 
 // Bug is a bug a detection run exposed.

@@ -230,7 +230,7 @@ type Stats struct {
 	// package's process counts its own part) and the longest chain of
 	// one test's detection runs (the sum of their duration_ns: a test's
 	// runs follow one another, each starting from the plan the one before
-	// left). No scheduling makes prepare + detect shorter than their sum.
+	// left; runs side by side, "beside", count as the longest of them). No scheduling makes prepare + detect shorter than their sum.
 	LongestPrepNs    int64  `json:"longest_prepare_ns,omitempty"`
 	LongestPrepTest  string `json:"longest_prepare_test,omitempty"`
 	LongestChainNs   int64  `json:"longest_detect_chain_ns,omitempty"`

@@ -99,6 +99,11 @@ func TestCollectWork(t *testing.T) {
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestA.json"), p)
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestB.json"), &plans.Plan{Version: plans.Version,
 		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestB", Events: 20, DurationNs: 5e9}})
+	// TestC's second and third runs ran side by side: its chain is 2 + 4 s,
+	// not the 9 s its runs add up to.
+	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestC.json"), &plans.Plan{Version: plans.Version,
+		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestC"},
+		Runs:       []plans.Run{{N: 1, Outcome: "pass", DurationNs: 2e9}, {N: 2, Outcome: "pass", DurationNs: 3e9, Beside: 2}, {N: 3, Outcome: "pass", DurationNs: 4e9, Beside: 2}}})
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestP.json"), &plans.Plan{Version: plans.Version, Params: plans.DefaultParams(),
 		Provenance: plans.Provenance{Package: "ex.com/m", Test: "TestP", Events: 10},
 		Locations: []plans.Location{{Site: 2, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
@@ -126,8 +131,8 @@ func TestCollectWork(t *testing.T) {
 	if st.Sites != 3 || st.SitesByKind["store"] != 1 || st.SitesByKind["close"] != 1 {
 		t.Errorf("sites = %d %v, want 3 (store, use, close)", st.Sites, st.SitesByKind)
 	}
-	if st.Plans != 3 || st.Candidates != 2 || st.Locations != 2 || st.Pairs != 2 {
-		t.Errorf("plans %d candidates %d locations %d pairs %d, want 3 2 2 2", st.Plans, st.Candidates, st.Locations, st.Pairs)
+	if st.Plans != 4 || st.Candidates != 2 || st.Locations != 2 || st.Pairs != 2 {
+		t.Errorf("plans %d candidates %d locations %d pairs %d, want 4 2 2 2", st.Plans, st.Candidates, st.Locations, st.Pairs)
 	}
 	if st.Events != 1530 || st.MaxEvents != 1500 || st.MaxEventsTest != "ex.com/m.TestA" {
 		t.Errorf("events %d max %d %s", st.Events, st.MaxEvents, st.MaxEventsTest)
@@ -147,8 +152,8 @@ func TestCollectWork(t *testing.T) {
 	if got := describe(hashed, 7); got != "site 7" {
 		t.Errorf("describe(unknown id) = %q", got)
 	}
-	if st.Runs != 2 || st.Delays != 4 || st.RunOutcomes["fail"] != 1 {
-		t.Errorf("runs %d delays %d outcomes %v, want 2 4 fail 1", st.Runs, st.Delays, st.RunOutcomes)
+	if st.Runs != 5 || st.Delays != 4 || st.RunOutcomes["fail"] != 1 || st.RunOutcomes["pass"] != 4 {
+		t.Errorf("runs %d delays %d outcomes %v, want 5 4 fail 1 pass 4", st.Runs, st.Delays, st.RunOutcomes)
 	}
 	// The critical path: TestB's preparation run was the longest; TestA's
 	// two detection runs make the longest chain.

@@ -375,7 +375,7 @@ func floorSection(run []*Result) string {
 	}
 	fmt.Fprintf(&b, "**Rows above `-race` in wall time, and their critical path.** The *floor* is the longest preparation run of one "+
 		"test plus the sum of one test's detection runs (a test's runs follow one another: each starts from the plan the one "+
-		"before left), the longest such chain, over `-race`'s wall: no scheduling of prepare and detect beats it. "+
+		"before left; runs of a long test side by side count as the longest of them), the longest such chain, over `-race`'s wall: no scheduling of prepare and detect beats it. "+
 		"Of %d rows above `-race` with these numbers, %d have a floor ≥ 1: one long test, run once to prepare and N times to "+
 		"detect, takes longer than the whole `-race` run, which runs it once%s.\n\n",
 		len(above), bound, plural(missing, " (%d rows above were made before the numbers were collected)"))

@@ -156,6 +156,9 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			if err != nil {
 				return 0, "", err
 			}
+			if batch > 1 {
+				rr.Run.Beside = batch
+			}
 			if err := foldRun(ctx, s, o, j, plan, tab, r, rr); err != nil {
 				return 0, "", err
 			}

@@ -77,8 +77,12 @@ func TestDetectRunsLongTestSideBySide(t *testing.T) {
 				t.Fatalf("plan has %d runs; want 3", len(p.Runs))
 			}
 			for i, r := range p.Runs {
-				if r.N != i+1 || r.Seed != o.Seed+uint64(i) {
-					t.Errorf("plan's run %d: number %d, seed %d; want %d, %d", i, r.N, r.Seed, i+1, o.Seed+uint64(i))
+				beside := 0
+				if c.beside > 0 && i > 0 {
+					beside = 2
+				}
+				if r.N != i+1 || r.Seed != o.Seed+uint64(i) || r.Beside != beside {
+					t.Errorf("plan's run %d: number %d, seed %d, beside %d; want %d, %d, %d", i, r.N, r.Seed, r.Beside, i+1, o.Seed+uint64(i), beside)
 				}
 			}
 		})

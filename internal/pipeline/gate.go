@@ -56,28 +56,10 @@ var (
 	gateSettle = 400 * time.Millisecond
 )
 
-// tryAcquire admits one more process if the limit allows it and at
-// least one CPU was idle over the last measure. release undoes it.
-func (g *gate) tryAcquire() bool {
-	if g == nil || g.limit <= 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.running >= g.limit || time.Since(g.last) < g.settle {
-		return false
-	}
-	if g.idle() < 1 {
-		return false
-	}
-	g.running++
-	g.last = time.Now()
-	return true
-}
-
-// tryAcquireN admits up to n more processes at once, as tryAcquire
-// admits one: one for each CPU that stayed idle over the last measure. It
-// returns how many it admitted; release gives back each.
+// tryAcquireN admits up to n more processes at once, within the limit
+// and a settling time after the last admission: one for each CPU that
+// stayed idle over the last measure. It returns how many it admitted;
+// release gives back each.
 func (g *gate) tryAcquireN(n int) int {
 	if g == nil || g.limit <= 0 || n <= 0 {
 		return 0

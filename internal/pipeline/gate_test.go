@@ -312,20 +312,7 @@ import (
 	"time"
 )
 
-type S struct{ p *int }
-
-func pair() {
-	s := &S{p: new(int)}
-	ready := make(chan struct{})
-	go func() {
-		_ = *s.p
-		close(ready)
-	}()
-	time.Sleep(20 * time.Millisecond)
-	<-ready
-	s.p = nil
-}
-
+` + pairSrc + `
 func exists(name string) bool {
 	_, err := os.Stat(name)
 	return err == nil

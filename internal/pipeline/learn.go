@@ -207,12 +207,7 @@ func (l *learning) last(js []job) []job {
 	if l == nil || len(l.tests) == 0 {
 		return js
 	}
-	out := make([]job, 0, len(js))
-	for _, j := range js {
-		if !l.tests[j] {
-			out = append(out, j)
-		}
-	}
+	out := l.others(js)
 	for _, j := range js {
 		if l.tests[j] {
 			out = append(out, j)

@@ -467,24 +467,13 @@ import (
 	"time"
 )
 
-type S struct{ p *int }
-
+` + pairSrc + `
 func TestLearner(t *testing.T) {
 	go func() { time.Sleep(time.Hour) }()
 	time.Sleep(3 * time.Second)
 }
 
-func TestPair(t *testing.T) {
-	s := &S{p: new(int)}
-	ready := make(chan struct{})
-	go func() {
-		_ = *s.p
-		close(ready)
-	}()
-	time.Sleep(20 * time.Millisecond)
-	<-ready
-	s.p = nil
-}
+func TestPair(t *testing.T) { pair() }
 `
 
 // TestLearnBesideDetection: the package recording run of the tests that

@@ -12,13 +12,9 @@ import (
 
 // sharedSrc has four tests with the same candidate pair (the use in
 // pair's goroutine, the dispose after it).
-const sharedSrc = `package shared
-
-import (
-	"testing"
-	"time"
-)
-
+// pairSrc declares pair(): a candidate pair that no delay can expose (the
+// dispose waits for the use over a channel). Its file imports "time".
+const pairSrc = `
 type S struct{ p *int }
 
 func pair() {
@@ -32,7 +28,15 @@ func pair() {
 	<-ready
 	s.p = nil
 }
+`
 
+const sharedSrc = `package shared
+
+import (
+	"testing"
+	"time"
+)
+` + pairSrc + `
 func TestA(t *testing.T) { pair() }
 func TestB(t *testing.T) { pair() }
 func TestC(t *testing.T) { pair() }

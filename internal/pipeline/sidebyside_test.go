@@ -21,21 +21,12 @@ import (
 	"time"
 )
 
-type S struct{ p *int }
-
+%s
 func TestLong(t *testing.T) {
-	s := &S{p: new(int)}
-	ready := make(chan struct{})
-	go func() {
-		_ = *s.p
-		close(ready)
-	}()
-	time.Sleep(20 * time.Millisecond)
-	<-ready
-	s.p = nil
+	pair()
 	time.Sleep(%d)
 }
-`, int64(sleep))
+`, pairSrc, int64(sleep))
 }
 
 // TestDetectRunsLongTestSideBySide: with CPUs idle, the detection runs of

@@ -339,7 +339,7 @@ func FuzzParse(f *testing.F) {
 
 // TestApplyRunGrowsLateDelays: a partner that came right after a delay
 // ended grows the location's delay (bounded by MaxDelayNs) instead of
-// decaying it, and counts the growth.
+// decaying it, and counts the growth; at the bound it decays.
 func TestApplyRunGrowsLateDelays(t *testing.T) {
 	p := samplePlan()
 	l := p.Location(3)
@@ -360,6 +360,16 @@ func TestApplyRunGrowsLateDelays(t *testing.T) {
 	p.ApplyRun(RunOutcome{Late: []Late{{First: 3, Second: 5, NeedNs: 1}}})
 	if l = p.Location(3); l.DelayNs != p.Params.MaxDelayNs || l.Grown != 3 {
 		t.Errorf("delay %d grown %d at the bound", l.DelayNs, l.Grown)
+	}
+	// At the bound a late partner no longer spares the delay its decay:
+	// the next run could only repeat it.
+	p1 := l.Prob
+	p.ApplyRun(RunOutcome{
+		Delays: []RunDelay{{Site: 3, Ended: true}},
+		Late:   []Late{{First: 3, Second: 5, NeedNs: p.Params.MaxDelayNs}},
+	})
+	if l = p.Location(3); l.Prob != Decayed(p1, p.Params.Decay) || l.Grown != 4 {
+		t.Errorf("at the bound: prob %v grown %d; want %v (decayed), 4", l.Prob, l.Grown, Decayed(p1, p.Params.Decay))
 	}
 }
 

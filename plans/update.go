@@ -121,6 +121,12 @@ func (p *Plan) GrowDelay(first uint32, needNs int64) {
 	l.Grown++
 }
 
+// canGrow reports whether GrowDelay can lengthen l's delay: it is below
+// MaxDelayNs, or there is no bound.
+func (p *Plan) canGrow(l *Location) bool {
+	return p.Params.MaxDelayNs <= 0 || l.DelayNs < p.Params.MaxDelayNs
+}
+
 // followed reports whether the partner of lt followed the end of a delay
 // at lt.First in an earlier run too, and marks the pair (Pair.Follows)
 // when it did not.
@@ -147,9 +153,10 @@ type PairID struct{ First, Second uint32 }
 // basic-mode run found online join S (AddTrap); every delay
 // counts at its location (Location.Delays); every delay that ended and did
 // not expose the bug lowers its location's probability by Params.Decay
-// (Decay), unless the run switched decay off; the pairs happens-before
-// inference pruned are pruned (PrunedHB); a late partner grows its
-// location's delay (GrowDelay), or prunes its pair when it followed the
+// (Decay), unless the run switched decay off or a late partner grows the
+// location's delay instead (GrowDelay; a delay at MaxDelayNs decays); the
+// pairs happens-before inference pruned are pruned (PrunedHB); a late
+// partner grows its location's delay (GrowDelay), or prunes its pair when it followed the
 // end of delays of two lengths (PrunedFollows); a pair a dispose waited
 // for when no wait could help stops being waited for (noWait); the run
 // is appended to Runs; the
@@ -178,8 +185,10 @@ func (p *Plan) ApplyRun(o RunOutcome) {
 		}
 		l.Delays++
 		// A delay that ended just before its partner came was too short,
-		// not useless: it does not decay the location.
-		if _, tooShort := late[d.Site]; d.Ended && !d.Exposed && !o.NoDecay && !tooShort {
+		// not useless: it does not decay the location, which grows
+		// instead — unless it is at the bound already, where the next
+		// run could only repeat it.
+		if _, late := late[d.Site]; d.Ended && !d.Exposed && !o.NoDecay && !(late && p.canGrow(l)) {
 			p.Decay(d.Site, p.Params.Decay)
 		}
 	}

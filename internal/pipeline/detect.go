@@ -216,13 +216,13 @@ const sideBySide = 300 * time.Millisecond
 // longer, as many of its remaining runs as the gate admits processes
 // beside this one (each holds a gate slot, released when it ends). Runs
 // side by side all read the plan as it is now: they lose what one would
-// have learned from the other (decays, grown delays, prunes), and gain
-// the time of a chain of long runs on CPUs left idle. The first run of a
-// detect call records (recordsRun) and runs alone, so that its candidates
-// reach the rest.
+// have learned from the other (decays, grown delays, prunes, and the
+// pairs a recording run adds, which reach the runs after the batch and
+// the test's next detect call), and gain the time of a chain of long
+// runs on CPUs left idle.
 func runBatch(s *session, o *DetectOptions, plan *plans.Plan, k int) int {
 	left := o.Runs - k
-	if o.Basic || left < 2 || recordsRun(plan, k) || plan.Provenance.DurationNs < int64(sideBySide) {
+	if o.Basic || left < 2 || plan.Provenance.DurationNs < int64(sideBySide) {
 		return 1
 	}
 	return 1 + s.gate.tryAcquireN(left-1)

@@ -30,9 +30,9 @@ func TestLong(t *testing.T) {
 }
 
 // TestDetectRunsLongTestSideBySide: with CPUs idle, the detection runs of
-// a test whose preparation run took sideBySide or longer after its first
-// (recording) run start side by side, and are folded into its plan in
-// order; a short test's runs follow one another.
+// a test whose preparation run took sideBySide or longer start side by
+// side, its first (recording) run among them, and are folded into its
+// plan in order; a short test's runs follow one another.
 func TestDetectRunsLongTestSideBySide(t *testing.T) {
 	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
 	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
@@ -41,7 +41,7 @@ func TestDetectRunsLongTestSideBySide(t *testing.T) {
 		sleep  time.Duration
 		beside int
 	}{
-		{"long", 2 * sideBySide, 2}, // runs 2 and 3
+		{"long", 2 * sideBySide, 3}, // all three
 		{"short", 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestDetectRunsLongTestSideBySide(t *testing.T) {
 			}
 			for i, r := range p.Runs {
 				beside := 0
-				if c.beside > 0 && i > 0 {
-					beside = 2
+				if c.beside > 0 {
+					beside = c.beside
 				}
 				if r.N != i+1 || r.Seed != o.Seed+uint64(i) || r.Beside != beside {
 					t.Errorf("plan's run %d: number %d, seed %d, beside %d; want %d, %d, %d", i, r.N, r.Seed, r.Beside, i+1, o.Seed+uint64(i), beside)
@@ -80,7 +80,7 @@ func TestDetectRunsLongTestSideBySide(t *testing.T) {
 	}
 }
 
-// runBatch: one run for a recording run, a short test, a last run, a
+// runBatch: one run for a short test, a last run, a
 // refusing gate; otherwise one more for each slot the gate admits.
 func TestRunBatch(t *testing.T) {
 	long := func(recorded int) *plans.Plan {
@@ -102,8 +102,8 @@ func TestRunBatch(t *testing.T) {
 	}{
 		{"all runs of a long test", long(plans.MaxDetectRecord), 0, &gate{limit: 6, idle: idle(2)}, 3},
 		{"one CPU idle", long(plans.MaxDetectRecord), 0, &gate{limit: 6, idle: idle(1.5)}, 2},
-		{"recording run", long(0), 0, &gate{limit: 6, idle: idle(2)}, 1},
-		{"after the recording run", long(0), 1, &gate{limit: 6, idle: idle(2)}, 2},
+		{"with the recording run", long(0), 0, &gate{limit: 6, idle: idle(2)}, 3},
+		{"after the first run", long(0), 1, &gate{limit: 6, idle: idle(2)}, 2},
 		{"last run", long(plans.MaxDetectRecord), 2, &gate{limit: 6, idle: idle(2)}, 1},
 		{"short test", short, 0, &gate{limit: 6, idle: idle(2)}, 1},
 		{"no CPU idle", long(plans.MaxDetectRecord), 0, &gate{limit: 6, idle: idle(0.5)}, 1},

@@ -122,29 +122,21 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	runs := at.k
 	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); {
 		// A long test's remaining runs start side by side while CPUs are
-		// idle (sideBySide); each run is judged, then all are folded into
+		// idle (sideBySide): each run is judged, then all are folded into
 		// the plan in order, as if they had run one after another.
-		batch := 1
+		most := 1
 		if !resumed { // a test stopped by errBeside goes on alone
-			batch = runBatch(s, o, plan, k)
+			most = sideBySideRuns(o, plan, k)
 		}
-		specs := make([]runSpec, batch)
+		specs := make([]runSpec, most)
 		for i := range specs {
 			n := len(plan.Runs) + 1 + i
 			specs[i] = runSpec{n: n, seed: o.Seed + uint64(k+i), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
 			specs[i].record = !o.Basic && recordsRun(plan, k+i) // learn.go
 		}
-		results := make([]*report.RunResult, batch)
-		errs := make([]error, batch)
-		var wg sync.WaitGroup
-		for i := 1; i < batch; i++ {
-			wg.Go(func() {
-				defer s.gate.release()
-				results[i], errs[i] = startRun(ctx, s, o, j, plan, tab, specs[i])
-			})
-		}
-		results[0], errs[0] = startRun(ctx, s, o, j, plan, tab, specs[0])
-		wg.Wait()
+		results, errs := runSideBySide(ctx, s, o, j, plan, tab, specs)
+		batch := len(results)
+		specs = specs[:batch]
 		for i, r := range specs {
 			rr, err := results[i], errs[i]
 			if errors.Is(err, errBeside) {
@@ -211,21 +203,68 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 // what a package's detection waits for last.
 const sideBySide = 300 * time.Millisecond
 
-// runBatch is how many of test j's detection runs start now, from run k
-// of o.Runs: one, or, for a test whose preparation run took sideBySide or
-// longer, as many of its remaining runs as the gate admits processes
-// beside this one (each holds a gate slot, released when it ends). Runs
-// side by side all read the plan as it is now: they lose what one would
-// have learned from the other (decays, grown delays, prunes, and the
-// pairs a recording run adds, which reach the runs after the batch and
-// the test's next detect call), and gain the time of a chain of long
-// runs on CPUs left idle.
-func runBatch(s *session, o *DetectOptions, plan *plans.Plan, k int) int {
-	left := o.Runs - k
-	if o.Basic || left < 2 || plan.Provenance.DurationNs < int64(sideBySide) {
+// sideBySideRuns is how many of test j's detection runs, from run k of
+// o.Runs, may run side by side (runSideBySide): one, or, for a test whose
+// preparation run took sideBySide or longer, all that are left. Runs side
+// by side all read the plan as it is when the first starts: they lose
+// what one would have learned from the other (decays, grown delays,
+// prunes, and the pairs a recording run adds, which reach the runs after
+// them and the test's next detect call), and gain the time of a chain of
+// long runs on CPUs left idle.
+func sideBySideRuns(o *DetectOptions, plan *plans.Plan, k int) int {
+	if o.Basic || plan.Provenance.DurationNs < int64(sideBySide) {
 		return 1
 	}
-	return 1 + s.gate.tryAcquireN(left-1)
+	return max(o.Runs-k, 1)
+}
+
+// runSideBySide makes the first of specs, and each of the others in turn
+// while the first is still running and the gate admits a process beside
+// it: at once, and again every half settling time (a run can join late,
+// when the CPUs that were busy at the start fall idle). All read plan as
+// it is now; a run beside holds its gate slot until it ends. It returns
+// the results of the runs it made, those of a prefix of specs, in order,
+// once all have ended.
+func runSideBySide(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, tab *sites.Table, specs []runSpec) ([]*report.RunResult, []error) {
+	results := make([]*report.RunResult, len(specs))
+	errs := make([]error, len(specs))
+	if len(specs) == 1 || !s.gate.admits() {
+		results[0], errs[0] = startRun(ctx, s, o, j, plan, tab, specs[0])
+		return results[:1], errs[:1]
+	}
+	var wg sync.WaitGroup
+	first := make(chan struct{})
+	wg.Go(func() {
+		defer close(first)
+		results[0], errs[0] = startRun(ctx, s, o, j, plan, tab, specs[0])
+	})
+	started := 1
+	join := func() {
+		for range s.gate.tryAcquireN(len(specs) - started) {
+			i := started
+			started++
+			wg.Go(func() {
+				defer s.gate.release()
+				results[i], errs[i] = startRun(ctx, s, o, j, plan, tab, specs[i])
+			})
+		}
+	}
+	join()
+	tick := time.NewTicker(s.gate.poll())
+	defer tick.Stop()
+wait:
+	for started < len(specs) {
+		select {
+		case <-first:
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-tick.C:
+			join()
+		}
+	}
+	wg.Wait()
+	return results[:started], errs[:started]
 }
 
 // detectSetup returns test j's plan for its detection runs, the bugs it

@@ -78,6 +78,18 @@ func (g *gate) tryAcquireN(n int) int {
 	return k
 }
 
+// admits says whether the gate can ever admit a process.
+func (g *gate) admits() bool { return g != nil && g.limit > 0 }
+
+// poll is how often a caller waiting for an admission asks again: half
+// the settling time.
+func (g *gate) poll() time.Duration {
+	if g == nil || g.settle <= 0 {
+		return time.Second
+	}
+	return g.settle / 2
+}
+
 // keep says whether a slot the gate admitted may take another job: at
 // least one CPU stayed idle over the last measure, which counts the slot's
 // own process. No settling wait: the slot adds no process.
@@ -117,11 +129,7 @@ func spread(ctx context.Context, g *gate, n int, fn func(int)) {
 			fn(i)
 		}
 	}()
-	poll := time.Second
-	if g != nil && g.settle > 0 {
-		poll = g.settle / 2
-	}
-	tick := time.NewTicker(poll)
+	tick := time.NewTicker(g.poll())
 	defer tick.Stop()
 	for {
 		select {

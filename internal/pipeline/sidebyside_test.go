@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,46 +81,70 @@ func TestDetectRunsLongTestSideBySide(t *testing.T) {
 	}
 }
 
-// runBatch: one run for a short test, a last run, a
-// refusing gate; otherwise one more for each slot the gate admits.
-func TestRunBatch(t *testing.T) {
-	long := func(recorded int) *plans.Plan {
-		p := &plans.Plan{}
-		p.Provenance.DurationNs = int64(2 * sideBySide)
-		p.Provenance.DetectRecorded = recorded
-		return p
-	}
-	short := long(plans.MaxDetectRecord)
+// sideBySideRuns: all the runs left of a long test, one of a short test or
+// in basic mode.
+func TestSideBySideRuns(t *testing.T) {
+	long := &plans.Plan{}
+	long.Provenance.DurationNs = int64(2 * sideBySide)
+	short := &plans.Plan{}
 	short.Provenance.DurationNs = int64(sideBySide / 2)
-	idle := func(n float64) func() float64 { return func() float64 { return n } }
 	o := &DetectOptions{Runs: 3}
+	basic := &DetectOptions{Runs: 3}
+	basic.Basic = true
 	for _, c := range []struct {
 		name string
+		o    *DetectOptions
 		plan *plans.Plan
 		k    int
-		g    *gate
 		want int
 	}{
-		{"all runs of a long test", long(plans.MaxDetectRecord), 0, &gate{limit: 6, idle: idle(2)}, 3},
-		{"one CPU idle", long(plans.MaxDetectRecord), 0, &gate{limit: 6, idle: idle(1.5)}, 2},
-		{"with the recording run", long(0), 0, &gate{limit: 6, idle: idle(2)}, 3},
-		{"after the first run", long(0), 1, &gate{limit: 6, idle: idle(2)}, 2},
-		{"last run", long(plans.MaxDetectRecord), 2, &gate{limit: 6, idle: idle(2)}, 1},
-		{"short test", short, 0, &gate{limit: 6, idle: idle(2)}, 1},
-		{"no CPU idle", long(plans.MaxDetectRecord), 0, &gate{limit: 6, idle: idle(0.5)}, 1},
-		{"gate full", long(plans.MaxDetectRecord), 0, &gate{limit: 1, running: 1, idle: idle(2)}, 1},
-		{"no gate", long(plans.MaxDetectRecord), 0, nil, 1},
+		{"all runs of a long test", o, long, 0, 3},
+		{"after the first run", o, long, 1, 2},
+		{"last run", o, long, 2, 1},
+		{"short test", o, short, 0, 1},
+		{"basic mode", basic, long, 0, 1},
 	} {
-		s := &session{gate: c.g}
-		held := 0
-		if c.g != nil {
-			held = c.g.running
+		if got := sideBySideRuns(c.o, c.plan, c.k); got != c.want {
+			t.Errorf("%s: sideBySideRuns = %d; want %d", c.name, got, c.want)
 		}
-		if got := runBatch(s, o, c.plan, c.k); got != c.want {
-			t.Errorf("%s: runBatch = %d; want %d", c.name, got, c.want)
+	}
+}
+
+// TestDetectLongTestRunsJoinLate: when the gate refuses a process beside
+// a long test's first run as it starts (no CPU idle then), the test's
+// other runs join it as soon as the gate admits them, while it runs,
+// instead of waiting for it to end.
+func TestDetectLongTestRunsJoinLate(t *testing.T) {
+	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
+	var asked atomic.Int64
+	gateIdle = func() float64 {
+		if asked.Add(1) == 1 {
+			return 0 // busy when the first run starts
 		}
-		if c.g != nil && c.g.running != held+c.want-1 {
-			t.Errorf("%s: %d slots held; want %d", c.name, c.g.running, held+c.want-1)
+		return 2
+	}
+	gateSettle = time.Millisecond
+	o, _ := preparedModule(t, "long", longSrc(2*sideBySide), 1)
+	o.Runs, o.Procs, o.Ablate = 3, 3, abi.AblateHB|abi.AblateDecay
+	o.SeedSet, o.Seed = true, 100
+	asked.Store(0)
+	sum, err := Detect(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Bugs) != 0 || len(sum.Problems) != 0 || sum.Runs != 3 {
+		t.Fatalf("detect: bugs %v, problems %v, %d runs; want none, none, 3", sum.Bugs, sum.Problems, sum.Runs)
+	}
+	if asked.Load() < 2 {
+		t.Fatalf("the gate was asked %d times; want a refusal, then an admission", asked.Load())
+	}
+	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "long", "TestLong.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range p.Runs {
+		if r.Beside != 3 {
+			t.Errorf("plan's run %d: beside %d; want 3 (runs 2 and 3 joined run 1)", i+1, r.Beside)
 		}
 	}
 }

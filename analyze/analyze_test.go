@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -649,5 +650,29 @@ func TestThinnedRowsAreCounted(t *testing.T) {
 	wantPairs(t, p, "use-before-init 10→20")
 	if st.Thinned != 43 || st.ThinnedRows != 2 || st.Malformed != 0 || p.Provenance.Thinned != 43 {
 		t.Fatalf("stats %+v, provenance thinned %d; want 43 thinned in 2 rows", st, p.Provenance.Thinned)
+	}
+}
+
+// TestStreamingSmallTraceForcesNoCollection: the analysis of a small trace
+// does not collect the heap after its streaming pass (collectAfter); a
+// package's hundreds of short tests each paid a forced collection.
+func TestStreamingSmallTraceForcesNoCollection(t *testing.T) {
+	rows := []row{
+		initAt(0, 1, 1, 10, 0xA),
+		useAt(50*ms, 2, 1, 20, 0xA),
+		disposeAt(60*ms, 3, 1, 30, 0xA),
+	}
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := forced()
+	_, st := analyzeTuned(t, rows, Options{}, &tuning{})
+	if !st.Streamed {
+		t.Fatalf("fell back (%q); the test is vacuous", st.StreamFallback)
+	}
+	if n := forced() - before; n != 0 {
+		t.Errorf("%d forced collections for a trace of %d events; want none", n, len(rows))
 	}
 }

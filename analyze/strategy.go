@@ -94,14 +94,23 @@ func (s *streaming) pairs(a *analysis) error {
 	a.stats.Objects = s.sp.objects()
 	a.tune.overwritten = s.sp.overwritten
 	a.mergePairer(s.sp.p)
+	big := s.sp.memory() >= collectAfter
 	s.sp.release()
 	s.sp = nil
-	// The streaming state is the bulk of the heap and garbage now:
-	// collect it before pass 3 allocates its windows, so that the heap
-	// does not grow to twice their sum.
-	runtime.GC()
+	if big {
+		// The streaming state of a large trace is the bulk of the heap
+		// and garbage now: collect it before pass 3 allocates its
+		// windows, so that the heap does not grow to twice their sum.
+		// A small one is not worth a collection (a few ms of CPU each,
+		// once per test of a package).
+		runtime.GC()
+	}
 	return nil
 }
+
+// collectAfter is the size of streaming state from which the analysis
+// collects the heap before its third pass.
+const collectAfter = 64 << 20
 
 func (s *streaming) interfere(a *analysis, w *windows) error { return a.pass3Log(s.log, w) }
 

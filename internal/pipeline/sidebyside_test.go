@@ -30,6 +30,31 @@ func TestLong(t *testing.T) {
 `, pairSrc, int64(sleep))
 }
 
+// detectLong runs detect with three runs on the prepared module of
+// longSrc, neither happens-before inference nor decay ending the plan's
+// candidates early, and returns the summary and TestLong's plan after
+// checking that the three runs passed.
+func detectLong(t *testing.T, o *DetectOptions) (*Summary, *plans.Plan) {
+	t.Helper()
+	o.Runs, o.Procs, o.Ablate = 3, 3, abi.AblateHB|abi.AblateDecay
+	o.SeedSet, o.Seed = true, 100
+	sum, err := Detect(context.Background(), *o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Bugs) != 0 || len(sum.Problems) != 0 || sum.Runs != 3 {
+		t.Fatalf("detect: bugs %v, problems %v, %d runs; want none, none, 3", sum.Bugs, sum.Problems, sum.Runs)
+	}
+	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "long", "TestLong.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 3 {
+		t.Fatalf("plan has %d runs; want 3", len(p.Runs))
+	}
+	return sum, p
+}
+
 // TestDetectRunsLongTestSideBySide: with CPUs idle, the detection runs of
 // a test whose preparation run took sideBySide or longer start side by
 // side, its first (recording) run among them, and are folded into its
@@ -47,26 +72,9 @@ func TestDetectRunsLongTestSideBySide(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, _ := preparedModule(t, "long", longSrc(c.sleep), 1)
-			// Neither happens-before inference nor decay ends the
-			// plan's candidates early: three runs.
-			o.Runs, o.Procs, o.Ablate = 3, 3, abi.AblateHB|abi.AblateDecay
-			o.SeedSet, o.Seed = true, 100
-			sum, err := Detect(context.Background(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(sum.Bugs) != 0 || len(sum.Problems) != 0 || sum.Runs != 3 {
-				t.Fatalf("detect: bugs %v, problems %v, %d runs; want none, none, 3", sum.Bugs, sum.Problems, sum.Runs)
-			}
+			sum, p := detectLong(t, &o)
 			if sum.Beside != c.beside {
 				t.Errorf("%d test processes ran beside another; want %d", sum.Beside, c.beside)
-			}
-			p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "long", "TestLong.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Runs) != 3 {
-				t.Fatalf("plan has %d runs; want 3", len(p.Runs))
 			}
 			for i, r := range p.Runs {
 				beside := 0
@@ -125,22 +133,10 @@ func TestDetectLongTestRunsJoinLate(t *testing.T) {
 	}
 	gateSettle = time.Millisecond
 	o, _ := preparedModule(t, "long", longSrc(2*sideBySide), 1)
-	o.Runs, o.Procs, o.Ablate = 3, 3, abi.AblateHB|abi.AblateDecay
-	o.SeedSet, o.Seed = true, 100
 	asked.Store(0)
-	sum, err := Detect(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Bugs) != 0 || len(sum.Problems) != 0 || sum.Runs != 3 {
-		t.Fatalf("detect: bugs %v, problems %v, %d runs; want none, none, 3", sum.Bugs, sum.Problems, sum.Runs)
-	}
+	_, p := detectLong(t, &o)
 	if asked.Load() < 2 {
 		t.Fatalf("the gate was asked %d times; want a refusal, then an admission", asked.Load())
-	}
-	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "long", "TestLong.json"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	for i, r := range p.Runs {
 		if r.Beside != 3 {

@@ -88,6 +88,51 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSaveInPlace: saving over a plan rewrites its file, the same one,
+// with nothing left of a longer plan before it, and a prefix of a saved
+// plan (a save cut short) does not load.
+func TestSaveInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.json")
+	long := samplePlan()
+	if err := Save(path, long); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := samplePlan()
+	short.Locations = short.Locations[:1]
+	short.Recompute()
+	if err := Save(path, short); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("Save made a new file over the plan; want the plan's file rewritten")
+	}
+	q, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(short, q) {
+		t.Fatalf("saved over a longer plan, loaded:\n%+v\nwant\n%+v", q, short)
+	}
+	data, _ := short.Marshal()
+	for _, n := range []int{0, 1, len(data) / 2, len(data) - 2} {
+		if err := os.WriteFile(path, data[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); err == nil {
+			t.Errorf("a plan cut after %d of %d bytes loaded; want an error", n, len(data))
+		}
+	}
+}
+
 func TestSaveRefusesInvalidPlan(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.json")
 	p := samplePlan()

@@ -22,8 +22,9 @@ import (
 // ancestry (record/split). A test is kept from the package run when its
 // end mark is in the spill file, it did not fail and the run's crash, if
 // any, was not on one of its goroutines; every other test (it crashed,
-// hung, failed, exited, or never ran) runs again alone, the way
-// --per-test runs every test, so that its failure and crash report are
+// hung, failed, exited, or never ran) runs again in a process of its
+// own, the way --per-test runs every test, and alone when that run fails
+// beside another (runChunks), so that its failure and crash report are
 // exactly those of a run of its own.
 
 // pkgRunName names the package run's spill file and log; no test is
@@ -38,12 +39,26 @@ type pkgRun struct {
 	// analyzed are the kept tests' accounts, analyzed right after the
 	// run while the other packages still run (preparedInPackage).
 	analyzed map[string]analyzed
+	// again are the accounts of the tests not kept, each prepared in a
+	// run of its own (prepareTest) right after its chunk ended, while the
+	// package's other chunks still ran (runChunks).
+	again map[string]analyzed
 }
 
 // analyzed is what preparedInPackage returned for a test.
 type analyzed struct {
 	note string
 	err  error
+}
+
+// againOf returns the account of test, prepared in a run of its own
+// after its chunk; ok is false when it was not (pr may be nil).
+func (pr *pkgRun) againOf(test string) (a analyzed, ok bool) {
+	if pr == nil {
+		return analyzed{}, false
+	}
+	a, ok = pr.again[test]
+	return a, ok
 }
 
 // runPackages runs the package run of every package with more than one
@@ -80,13 +95,13 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 			keepFinished(context.WithoutCancel(ctx), s, o, pj.pkg, pj.tests, pr)
 			return
 		}
-		// The kept tests' traces are analyzed here, while the other
-		// packages' runs go on; an interrupt does not cut this short
-		// (the analysis of a test's trace is quick, and the plans of
-		// tests that finished are kept).
-		pr.analyzed = map[string]analyzed{}
+		// The kept tests' traces not analyzed after their chunk are
+		// analyzed here, while the other packages' runs go on; an
+		// interrupt does not cut this short (the analysis of a test's
+		// trace is quick, and the plans of tests that finished are
+		// kept).
 		for _, t := range pj.tests {
-			if pr.kept[t] {
+			if _, done := pr.analyzed[t]; pr.kept[t] && !done {
 				note, err := preparedInPackage(context.WithoutCancel(ctx), s, o, job{pkg: pj.pkg, test: t}, pr)
 				pr.analyzed[t] = analyzed{note, err}
 			}
@@ -102,25 +117,33 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 // the gate may admit processes beside the workers', the tests cut into
 // chunks in their order, one chunk after another and more at once while
 // CPUs are idle (gate.go). A test that failed, hung or crashed in its
-// chunk runs again alone afterwards, as in a package run of one process.
+// chunk, or never ran there, is prepared in a run of its own
+// (prepareTest) as soon as its chunk ended, while the other chunks go
+// on: as every run, it runs again alone when it fails beside another
+// (session.start), so that its failure is that of a run of its own, as
+// in a package run of one process. Its account is in the run's again.
 func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string) *pkgRun {
 	chunks := chunk(tests, s.gate)
-	pr := &pkgRun{kept: map[string]bool{}, tests: map[string]*split.TestStats{}, load: loadFactor()}
+	pr := &pkgRun{kept: map[string]bool{}, tests: map[string]*split.TestStats{}, load: loadFactor(),
+		analyzed: map[string]analyzed{}, again: map[string]analyzed{}}
 	var mu sync.Mutex
+	p := &pkg.procs
 	spread(ctx, s.gate, len(chunks), func(i int) {
 		var (
 			c   *pkgRun
 			err error
 		)
+		p.alone.RLock() // a run that must be alone waits for the chunk
 		beside := s.track(pkg, func() { c, err = runPackage(ctx, s, o, pkg, chunks[i], chunkName(i, len(chunks))) })
+		p.alone.RUnlock()
 		if err != nil {
 			if ctx.Err() == nil {
 				s.prog.Printf("wafl: %s: the tests' shared preparation run failed, each runs alone: %v\n", pkg.ImportPath, err)
 			}
 			return
 		}
+		var kept, redo []string
 		mu.Lock()
-		defer mu.Unlock()
 		for t, ts := range c.tests {
 			pr.tests[t] = ts
 		}
@@ -128,11 +151,40 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 		for _, t := range chunks[i] {
 			if c.kept[t] {
 				pr.kept[t] = true
-			} else if beside {
-				alone++ // runs again alone, as every test not kept
+				kept = append(kept, t)
+				continue
 			}
+			if beside {
+				alone++ // runs again on its own, as every test not kept
+			}
+			redo = append(redo, t)
 		}
+		mu.Unlock()
 		s.sum.add(func(s *Summary) { s.Alone += alone })
+		// The chunk's kept tests are analyzed now, while the other
+		// chunks run, with the load measured before the package run.
+		view := &pkgRun{tests: c.tests, load: pr.load}
+		for _, t := range kept {
+			if ctx.Err() != nil {
+				return // runPackages keeps what finished
+			}
+			note, err := preparedInPackage(context.WithoutCancel(ctx), s, o, job{pkg: pkg, test: t}, view)
+			mu.Lock()
+			pr.analyzed[t] = analyzed{note, err}
+			mu.Unlock()
+		}
+		for _, t := range redo {
+			if ctx.Err() != nil {
+				return // the workflow reports the interrupt
+			}
+			note, err := prepareTest(ctx, s, o, job{pkg: pkg, test: t})
+			if ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			pr.again[t] = analyzed{note, err}
+			mu.Unlock()
+		}
 	})
 	return pr
 }
@@ -205,6 +257,12 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 func keepFinished(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string, pr *pkgRun) {
 	n := 0
 	for _, t := range tests {
+		if a, done := pr.analyzed[t]; done {
+			if a.err == nil {
+				n++
+			}
+			continue
+		}
 		if !pr.kept[t] {
 			continue
 		}

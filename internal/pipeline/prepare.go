@@ -40,6 +40,8 @@ func Prepare(ctx context.Context, o PrepareOptions) (*Summary, error) {
 				}
 				note, err := preparedInPackage(ctx, s, &o, j, pr)
 				return 0, note, err
+			} else if a, ok := pr.againOf(j.test); ok {
+				return 0, a.note, a.err
 			}
 			note, err := prepareTest(ctx, s, &o, j)
 			return 0, note, err

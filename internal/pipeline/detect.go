@@ -120,6 +120,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 	}
 	failures := at.failures
 	runs := at.k
+	unreached := false // the last batch reached no location of its plan
 	for k := at.k; k < o.Runs && (o.Basic || !s.shares.view(j, plan).Empty()); {
 		// A long test's remaining runs start side by side while CPUs are
 		// idle (sideBySide): each run is judged, then all are folded into
@@ -134,9 +135,11 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			specs[i] = runSpec{n: n, seed: o.Seed + uint64(k+i), base: s.ws.LogPath(j.pkg.ImportPath, j.test, "run"+strconv.Itoa(n))}
 			specs[i].record = !o.Basic && recordsRun(plan, k+i) // learn.go
 		}
+		pairs := livePairs(plan)
 		results, errs := runSideBySide(ctx, s, o, j, plan, tab, specs)
 		batch := len(results)
 		specs = specs[:batch]
+		none := true
 		for i, r := range specs {
 			rr, err := results[i], errs[i]
 			if errors.Is(err, errBeside) {
@@ -171,8 +174,16 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 				}
 			}
 			runs++
+			none = none && reachedNone(rr)
 		}
 		k += batch
+		if !o.Basic && none && livePairs(plan) == pairs {
+			// The schedules of these runs never took the test to code
+			// its plan delays, and no run added a pair: the next run
+			// reads the same plan and most likely does the same.
+			unreached = true
+			break
+		}
 	}
 	if len(failures) > 0 {
 		s.problem(j, "detect", "failed under delays without a MEMORDER panic wafl could attribute (a delay may have broken a timing assumption of the test; --skip leaves it out):\n"+strings.Join(failures, "\n"))
@@ -182,8 +193,11 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		// "partner") and the delay that held the other side.
 		learned = strings.TrimPrefix(learned+fmt.Sprintf("; %d delay(s) skipped on the partner's side of a delay in progress", sp), "; ")
 	}
-	if runs < o.Runs {
-		// The loop ends early only when the plan has nothing left to delay.
+	if unreached && runs < o.Runs {
+		learned = strings.TrimPrefix(learned+fmt.Sprintf("; stopped after %d of %d runs: none reached a delay location of its plan", runs, o.Runs), "; ")
+	} else if runs < o.Runs {
+		// Else the loop ends early only when the plan has nothing left
+		// to delay.
 		learned = strings.TrimPrefix(learned+fmt.Sprintf("; stopped after %d of %d runs: no candidate left (each delayed without exposing a bug until its probability decayed, or pruned)", runs, o.Runs), "; ")
 	}
 	switch {
@@ -195,6 +209,36 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		return 0, fmt.Sprintf("no MEMORDER bug; failed in %d of %d runs under delays, see problems", len(failures), runs) + paren(learned), nil
 	}
 	return 0, "no bug" + paren(learned), nil
+}
+
+// reachedNone says whether detection run rr finished having reached none
+// of its plan's delay locations: its log's finish record is there, and
+// every location it lists saw no instance. A run whose schedule does not
+// take the test to the code its plan delays is most likely followed by
+// one that does not either (docs/algorithm.md, "Runs that reach no delay
+// location").
+func reachedNone(rr *report.RunResult) bool {
+	lg := rr.Log
+	if lg == nil || lg.Finish == nil || len(lg.Locs) == 0 || rr.Run.Delays > 0 {
+		return false
+	}
+	for _, l := range lg.Locs {
+		if l.Instances > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// livePairs counts the candidate pairs of plan's live locations.
+func livePairs(plan *plans.Plan) int {
+	n := 0
+	for _, l := range plan.Locations {
+		if l.Live() {
+			n += len(l.Pairs)
+		}
+	}
+	return n
 }
 
 // sideBySide is the shortest preparation run of a test whose detection

@@ -11,5 +11,6 @@ package main
 import "os"
 
 func main() {
+	tuneGC()
 	os.Exit(Main())
 }

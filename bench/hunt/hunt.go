@@ -259,6 +259,13 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 	mdir := filepath.Join(o.Work, m.Name)
 	src := filepath.Join(mdir, "src")
 	o.logf("== %s (%s) load %.2f\n", m.Name, m.ModVersion(), r.LoadStart)
+	// The previous run's directories are set aside, not removed (Trash).
+	for _, d := range []string{src, WorkDir(o.Work, m.Name), WorkDir(o.Work, m.Name) + ".out", filepath.Join(mdir, "wafl-warm")} {
+		if err := Trash(o.Work, d); err != nil {
+			r.Status = "work directory: " + err.Error()
+			return r
+		}
+	}
 	if err := fieldruns.Source(ctx, m, src); err != nil {
 		r.Status = "fetch: " + err.Error()
 		return r
@@ -333,13 +340,13 @@ func RunModule(ctx context.Context, m fieldruns.Module, o Options) *Result {
 // the plain and race ones after the warm go test steps.
 func warmWafl(ctx context.Context, o Options, m fieldruns.Module, src, mdir string) Step {
 	dir := filepath.Join(mdir, "wafl-warm")
-	os.RemoveAll(dir)
+	Trash(o.Work, dir)
 	args := append([]string{"instrument", "--dir", dir}, m.Patterns...)
 	o.logf("  warm-wafl: wafl %s\n", strings.Join(args, " "))
 	out := fieldruns.Run(ctx, src, fieldruns.Env(), o.StepTimeout, o.Wafl.Binary, args...)
 	s := Step{Timing: out.Timing, Ran: true, Output: filepath.Join(mdir, "warm-wafl.out")}
 	os.WriteFile(s.Output, append(append([]byte{}, out.Stdout...), out.Stderr...), 0o644)
-	os.RemoveAll(dir)
+	Trash(o.Work, dir)
 	o.logf("    %.1fs wall, %.1fs CPU, exit %d%s\n", s.Wall, s.CPU, s.Exit, timedOut(s))
 	return s
 }
@@ -406,6 +413,32 @@ func (r *Result) RefreshCriticalPath(work string) bool {
 // WorkDir is the wafl work directory of module name under the hunt's work
 // directory.
 func WorkDir(work, name string) string { return filepath.Join(work, name, "wafl") }
+
+// trashDir is where Trash sets directories aside, under the hunt's work
+// directory.
+const trashDir = ".trash"
+
+// Trash moves dir, if it exists, into the trash of the hunt's work
+// directory work; EmptyTrash removes it once the hunt's steps are done.
+// Removing a module's previous directories (thousands of files: its
+// source copy, wafl's traces, plans and logs) right before its timed
+// steps would charge wafl's steps for it: on ext4 without a journal, file
+// creation skips inodes freed in the last minute or more, scanning them
+// every time, and wafl creates thousands of files where go test creates
+// a few.
+func Trash(work, dir string) error {
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	t := filepath.Join(work, trashDir)
+	if err := os.MkdirAll(t, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(dir, filepath.Join(t, strconv.FormatInt(time.Now().UnixNano(), 10)))
+}
+
+// EmptyTrash removes what Trash set aside under work.
+func EmptyTrash(work string) error { return os.RemoveAll(filepath.Join(work, trashDir)) }
 
 func timedOut(s Step) string {
 	if s.TimedOut {

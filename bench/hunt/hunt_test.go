@@ -377,3 +377,35 @@ func TestHung(t *testing.T) {
 		t.Fatal("Hung misreads go test output")
 	}
 }
+
+// TestTrash: Trash sets a directory aside under the work directory (its
+// files kept until EmptyTrash) and ignores one that does not exist.
+func TestTrash(t *testing.T) {
+	work := t.TempDir()
+	dir := filepath.Join(work, "m", "wafl")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Trash(work, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Trash(work, filepath.Join(work, "m", "absent")); err != nil {
+		t.Errorf("Trash of a missing directory: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s still there after Trash (%v)", dir, err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(work, trashDir, "*", "plan.json"))
+	if len(kept) != 1 {
+		t.Errorf("trash holds %v; want the one plan set aside", kept)
+	}
+	if err := EmptyTrash(work); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(work, trashDir)); !os.IsNotExist(err) {
+		t.Errorf("trash still there after EmptyTrash (%v)", err)
+	}
+}

@@ -166,6 +166,10 @@ func main() {
 		writeDoc()
 	}
 	writeDoc()
+	// The directories set aside go now, after the last timed step.
+	if err := hunt.EmptyTrash(*work); err != nil {
+		fmt.Fprintf(os.Stderr, "hunt: %v\n", err)
+	}
 	fmt.Fprintf(os.Stderr, "hunt: %d modules run in %s; results in %s, outputs under %s\n", ran, time.Since(start).Round(time.Second), *results, *work)
 	if ctx.Err() != nil {
 		os.Exit(2)

@@ -131,7 +131,7 @@ func learnedFrom(ctx context.Context, s *session, o *DetectOptions, j job, plan 
 	plan.CountLearnRun()
 	added := 0
 	if ok {
-		fresh, _, err := analyzeRun(ctx, s.ws, o.Params, j, raw, dropped, 0)
+		fresh, _, err := analyzeFresh(ctx, s.ws, o.Params, j, raw, dropped, 0)
 		if err != nil {
 			return nil, 0, &testError{phase: "analyze", note: "analysis failed", err: err}
 		}

@@ -174,12 +174,29 @@ func countPredicted(s *session, stats *analyze.Stats) {
 }
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the
-// plan. dropped are the events of the test's goroutines that its package
-// run dropped after the test's end: they make one more late goroutine
-// (plans.Provenance.Late); d is how long the test ran (0: not known).
+// plan (analyzeFresh).
 func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(pkg, test), nil, nil)
+	plan, stats, err := analyzeFresh(ctx, ws, params, j, raw, dropped, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(ws.PlanPath(pkg, test)), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := plans.Save(ws.PlanPath(pkg, test), plan); err != nil {
+		return nil, nil, err
+	}
+	return plan, stats, nil
+}
+
+// analyzeFresh converts a raw trace to Arrow and analyzes it into a plan,
+// which it returns without saving it. dropped are the events of the
+// test's goroutines that its package run dropped after the test's end:
+// they make one more late goroutine (plans.Provenance.Late); d is how
+// long the test ran (0: not known).
+func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
+	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(j.pkg.ImportPath, j.test), nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,12 +208,6 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 		plan.SetLate(late)
 	}
 	plan.SetDuration(int64(d))
-	if err := os.MkdirAll(filepath.Dir(ws.PlanPath(pkg, test)), 0o755); err != nil {
-		return nil, nil, err
-	}
-	if err := plans.Save(ws.PlanPath(pkg, test), plan); err != nil {
-		return nil, nil, err
-	}
 	return plan, stats, nil
 }
 

@@ -158,13 +158,14 @@ func (p *Plan) Marshal() ([]byte, error) {
 // truncated and the plan written with one write call. A save makes no
 // new file and removes none once the plan exists: on a file system that
 // scans recently freed inodes when it allocates one (ext4 without a
-// journal), a temporary file renamed over the plan at every save made
-// each later file creation of wafl and of the test processes slower,
-// and plans are saved after every run. A wafl killed during the call, or
-// a reader that reads meanwhile, can find the file empty or cut short,
-// which no longer parses as a plan (Load fails; an unreadable plan is
-// prepared again), never a mix of two plans. It does not sync, for the
-// same reason: a lost plan is rebuilt from its test.
+// journal), a temporary file renamed over the plan would free an inode
+// at every save, and plans are saved after every run, so every later
+// file creation of wafl and of the test processes would pay for it. A
+// wafl killed during the call, or a reader that reads meanwhile, can
+// find the file empty or cut short, which no longer parses as a plan
+// (Load fails; an unreadable plan is prepared again), never a mix of
+// two plans. It does not sync, for the same reason: a lost plan is
+// rebuilt from its test.
 func Save(path string, p *Plan) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("plan %s: refusing to save an invalid plan: %w", path, err)

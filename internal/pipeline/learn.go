@@ -41,7 +41,8 @@ import (
 // accesses after the test's end that a package run dropped
 // (Provenance.Late) —, so such plans (and those of older wafls, which did
 // not count them) keep learning, at most one recording run per detect
-// call. A plan whose goroutines were all on time learns once, and only
+// call, while the test's preparation run took at most lateLearn. A plan
+// whose goroutines were all on time learns once, and only
 // when its test is short (cheapLearn): another schedule may still bring
 // two accesses within δ, and for a short test a recording run costs
 // little more than the process. Either way a detect call's learning costs
@@ -64,6 +65,14 @@ const cheapLearn = 100 * time.Millisecond
 // next schedule.
 const maxLearnEvents = 2_000_000
 
+// lateLearn is the longest preparation run of a test with late goroutines
+// that still gets its recording runs. Such a run costs a whole run of the
+// test, and in the hunt none of the 14 tests of a second or more that
+// learned so gained a candidate pair (ristretto's TTL tests of 9 to 13 s,
+// pahomqtt's 5 s backoff test were the critical path of their detect);
+// the two that did ran for 3 ms and less.
+const lateLearn = 2 * time.Second
+
 // learnable reports whether plan gets a recording run.
 func learnable(plan *plans.Plan) bool {
 	if len(plan.Locations) > 0 || plan.Provenance.Learned >= plans.MaxLearn || plan.Provenance.Events > maxLearnEvents {
@@ -80,7 +89,9 @@ func learnable(plan *plans.Plan) bool {
 		d := plan.Provenance.DurationNs
 		return plan.Provenance.Learned == 0 && d > 0 && d <= int64(cheapLearn)
 	}
-	return true
+	// Late goroutines, or an older wafl's plan that did not count them
+	// (its duration 0: unknown).
+	return plan.Provenance.DurationNs <= int64(lateLearn)
 }
 
 // learn makes one recording run of test j if its plan learns (learnable),

@@ -443,6 +443,8 @@ func TestLearnable(t *testing.T) {
 		want bool
 	}{
 		{"late goroutines", plans.Provenance{Events: 5000, Forks: n(10), Late: n(2)}, true},
+		{"late goroutines, 1.5 s", plans.Provenance{Events: 5000, Forks: n(10), Late: n(2), DurationNs: 1500e6}, true},
+		{"late goroutines, 5 s", plans.Provenance{Events: 5000, Forks: n(10), Late: n(2), DurationNs: 5e9}, false},
 		{"older wafl (no counts)", plans.Provenance{Events: 5000}, true},
 		{"no goroutine started", plans.Provenance{Events: 5000, Forks: n(0)}, false},
 		{"on time, short", plans.Provenance{Events: 5000, Forks: n(3), Late: n(0), DurationNs: 50e6}, true},
@@ -458,8 +460,8 @@ func TestLearnable(t *testing.T) {
 }
 
 // besideSrc: TestLearner's goroutine never runs before the test ends
-// (its plan learns), and the test takes 3 s; TestPair has a candidate pair
-// that no delay can expose.
+// (its plan learns), and the test takes 1.5 s (within lateLearn); TestPair
+// has a candidate pair that no delay can expose.
 const besideSrc = `package beside
 
 import (
@@ -470,7 +472,7 @@ import (
 ` + pairSrc + `
 func TestLearner(t *testing.T) {
 	go func() { time.Sleep(time.Hour) }()
-	time.Sleep(3 * time.Second)
+	time.Sleep(1500 * time.Millisecond)
 }
 
 func TestPair(t *testing.T) { pair() }

@@ -55,8 +55,8 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 	b.WriteString("Usage: `make hunt` runs every listed module without a stored result (an interrupted hunt resumes); " +
 		"`make hunt MOD=\"xsync zap\"` only those; `HUNTFLAGS=-force` runs stored ones again, `HUNTFLAGS=-render` only " +
 		"rewrites this page; `-step-timeout` (15m) bounds each step, `-test-timeout` (3m) is wafl's `--timeout`. " +
-		"Work directories (module copies, wafl's `--dir`, every output) stay under `$TMPDIR/wafl-hunt/<name>/`; "+
-		"a module's directories from its previous run are moved to `$TMPDIR/wafl-hunt/.trash` before its steps and removed when the hunt ends "+
+		"Work directories (module copies, wafl's `--dir`, every output) stay under `$TMPDIR/wafl-hunt/<name>/`; " +
+		"a module's directories from its previous run are moved to `$TMPDIR/wafl-hunt/.trash` before its steps and removed when the hunt ends " +
 		"(rows made on 2026-11-27 or later; before, a removal of thousands of files just before wafl's steps slowed their file creations, on ext4 without a journal).\n\n")
 	b.WriteString("| module@version | tests | with candidates | pairs observed / static / predicted | delays | runs | reports | broken by delays | wafl errors | plain | -race | prepare | detect | prepare+detect ÷ -race (wall / CPU) |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")

@@ -213,15 +213,17 @@ func TestQ2(t *testing.T) {}
 func TestQ3(t *testing.T) {}
 `
 
-// TestSpreadRunsAgainAlone: prepare cuts the package run into two
-// chunks and, with CPUs idle, runs them side by side; TestB fails there
-// for a file TestA holds, runs again alone, passes and is prepared: no
-// problem is reported, and the summary counts the rerun.
-func TestSpreadRunsAgainAlone(t *testing.T) {
+// prepareSpread prepares module example.com/name, one package of eight
+// tests in src, with the package run cut into two chunks that run side
+// by side (the gate always finds CPUs idle), and checks that every test
+// was prepared without a failure or problem. It returns the summary and
+// the package directory.
+func prepareSpread(t *testing.T, name, src string) (*Summary, string) {
+	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"go.mod":       "module example.com/lock\n\ngo 1.22\n",
-		"lock_test.go": lockSrc,
+		"go.mod":          "module example.com/" + name + "\n\ngo 1.22\n",
+		name + "_test.go": src,
 	})
 	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
 	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
@@ -237,6 +239,15 @@ func TestSpreadRunsAgainAlone(t *testing.T) {
 	if sum.Prepared != 8 || sum.FailPlain != 0 || len(sum.Problems) != 0 {
 		t.Fatalf("%d prepared, %d fail plainly, problems %v; want 8, 0, none", sum.Prepared, sum.FailPlain, sum.Problems)
 	}
+	return sum, dir
+}
+
+// TestSpreadRunsAgainAlone: prepare cuts the package run into two
+// chunks and, with CPUs idle, runs them side by side; TestB fails there
+// for a file TestA holds, runs again alone, passes and is prepared: no
+// problem is reported, and the summary counts the rerun.
+func TestSpreadRunsAgainAlone(t *testing.T) {
+	sum, _ := prepareSpread(t, "lock", lockSrc)
 	// Two package runs side by side, then TestB's run of its own, right
 	// after its chunk: it may overlap the rest of TestA's chunk, and
 	// when it fails there it runs once more, alone.
@@ -288,25 +299,7 @@ func TestS3(t *testing.T) {}
 // still runs (TestLong sees TestB pass), not after every chunk ended; it
 // passes there and is prepared, with no problem.
 func TestSpreadRunsFailedTestAfterItsChunk(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":        "module example.com/again\n\ngo 1.22\n",
-		"again_test.go": againSrc,
-	})
-	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
-	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
-	o := PrepareOptions{
-		Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
-		Packages: Packages{Patterns: []string{"./..."}},
-		Tests:    Tests{Parallel: 1, Procs: 2},
-	}
-	sum, err := Prepare(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Prepared != 8 || sum.FailPlain != 0 || len(sum.Problems) != 0 {
-		t.Fatalf("%d prepared, %d fail plainly, problems %v; want 8, 0, none", sum.Prepared, sum.FailPlain, sum.Problems)
-	}
+	_, dir := prepareSpread(t, "again", againSrc)
 	if _, err := os.Stat(filepath.Join(dir, "long-saw-b")); err != nil {
 		t.Errorf("TestLong's chunk ended before TestB ran again (%v); want TestB's run right after its own chunk", err)
 	}

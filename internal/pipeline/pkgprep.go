@@ -36,8 +36,8 @@ type pkgRun struct {
 	kept  map[string]bool // tests whose split trace is used
 	tests map[string]*split.TestStats
 	load  float64 // loadFactor before the run
-	// analyzed are the kept tests' accounts, analyzed right after the
-	// run while the other packages still run (preparedInPackage).
+	// analyzed are the kept tests' accounts, analyzed right after their
+	// chunk while the other chunks still run (preparedInPackage).
 	analyzed map[string]analyzed
 	// again are the accounts of the tests not kept, each prepared in a
 	// run of its own (prepareTest) right after its chunk ended, while the
@@ -95,17 +95,7 @@ func runPackages(ctx context.Context, s *session, o *PrepareOptions, jobs []job)
 			keepFinished(context.WithoutCancel(ctx), s, o, pj.pkg, pj.tests, pr)
 			return
 		}
-		// The kept tests' traces not analyzed after their chunk are
-		// analyzed here, while the other packages' runs go on; an
-		// interrupt does not cut this short (the analysis of a test's
-		// trace is quick, and the plans of tests that finished are
-		// kept).
-		for _, t := range pj.tests {
-			if _, done := pr.analyzed[t]; pr.kept[t] && !done {
-				note, err := preparedInPackage(context.WithoutCancel(ctx), s, o, job{pkg: pj.pkg, test: t}, pr)
-				pr.analyzed[t] = analyzed{note, err}
-			}
-		}
+		// Every kept test was analyzed right after its chunk (runChunks).
 		mu.Lock()
 		runs[pj.pkg.ImportPath] = pr
 		mu.Unlock()

@@ -57,6 +57,7 @@ const (
 	hFinish       = "_waflFinish"
 	hTestsFork    = "_waflTestsFork"
 	hTestsAdopt   = "_waflTestsAdopt"
+	hOn           = "_waflOn"
 	userMain      = "_waflTestMain"
 	tokenVar      = "_wafl_t"
 )
@@ -69,8 +70,10 @@ type applier struct {
 	clones map[ast.Expr]dst.Expr // pristine copies of stored-to slots, by original slot
 	temp   int                   // number of the last _wafl_v temporary
 	// before: per statement of a statement list being rewritten (the
-	// innermost last), the statements to insert before it (ctxLit's token)
+	// innermost last), the statements to insert before it (ctxLit's token,
+	// a delete's dispose); owners: those statements
 	before [][]dst.Stmt
+	owners []dst.Node
 	tok    int // number of the last _wafl_tN token variable
 }
 
@@ -87,6 +90,7 @@ func apply(fset *token.FileSet, dec *decorator.Decorator, df *dst.File, ed *edit
 func (ap *applier) pre(c *dstutil.Cursor) bool {
 	if _, ok := c.Node().(dst.Stmt); ok && c.Index() >= 0 {
 		ap.before = append(ap.before, nil)
+		ap.owners = append(ap.owners, c.Node())
 	}
 	ap.preChecks(c.Node())
 	ap.preEntries(c.Node())      // entries.go
@@ -113,7 +117,7 @@ func (ap *applier) post(c *dstutil.Cursor) bool {
 		for _, st := range ap.before[k] {
 			c.InsertBefore(st)
 		}
-		ap.before = ap.before[:k]
+		ap.before, ap.owners = ap.before[:k], ap.owners[:k]
 	}
 	n := c.Node()
 	a := ap.nodes[n]

@@ -52,6 +52,7 @@ const (
 	hEntryStore    = "_waflEntryStore"
 	hEntryNil      = "_waflEntryNil"
 	hEntryDelete   = "_waflEntryDelete"
+	hEntryDeleted  = "_waflEntryDeleted"
 	hSyncStore     = "_waflSyncStore"
 	hSyncLoadStore = "_waflSyncLoadOrStore"
 	hSyncSwap      = "_waflSyncSwap"
@@ -72,7 +73,8 @@ const (
 	// actEntryStore: the value V of m[k] = V -> _waflEntryInit/…(id, V, m, k)
 	// (lhs: the index expression, evaluated again: pure).
 	actEntryStore
-	// actEntryDelete: delete(m, k) -> _waflEntryDelete(id, m, k).
+	// actEntryDelete: delete(m, k) -> _waflEntryDelete(id, m, k), a
+	// dispose when the entry is there: deleting no entry disposes of none.
 	actEntryDelete
 	// actSyncMap: E.Method(args) on a sync.Map -> op(id, &E, args…) (op:
 	// the helper).
@@ -121,9 +123,21 @@ func _waflEntryNil[M ~map[K]V, K comparable, V any](site uint32, m M, k K) (zero
 	return zero
 }
 
-func _waflEntryDelete[M ~map[K]V, K comparable, V any](site uint32, m M, k K) {
-	if _wafl.CurrentMode() != 0 {
+// _waflEntryDeleted records, before delete(m, k), the dispose of m[k]
+// when m holds k: a delete of no entry disposes of none, and a loop that
+// deletes keys never stored would fill the trace. The rewrite calls it
+// under if _waflOn() { … } before a delete statement, which stays as it is.
+func _waflEntryDeleted[M ~map[K]V, K comparable, V any](site uint32, m M, k K) {
+	if _, ok := m[k]; ok {
 		_waflEntryDisposeSlow(site, m, k)
+	}
+}
+
+// _waflEntryDelete is delete(m, k) where no statement can go before it
+// (defer delete(m, k), the post statement of a for loop).
+func _waflEntryDelete[M ~map[K]V, K comparable, V any](site uint32, m M, k K) {
+	if _waflOn() {
+		_waflEntryDeleted(site, m, k)
 	}
 	delete(m, k)
 }
@@ -408,7 +422,7 @@ func (c *collector) entryDelete(n *ast.CallExpr, parent ast.Node) {
 	if _, isGo := parent.(*ast.GoStmt); isGo {
 		return // the go statement's note says so
 	}
-	c.ed.add(n, action{kind: actEntryDelete, site: c.entrySite("delete", n, en)})
+	c.ed.add(n, action{kind: actEntryDelete, site: c.entrySite("delete", n, en), lhs: n.Args[0], key: n.Args[1], pos: n.Pos()})
 }
 
 // syncMapMethods maps the methods of sync.Map wafl instruments to their
@@ -624,6 +638,24 @@ func (ap *applier) editEntry(act action, n dst.Node) dst.Node {
 		return call(hEntryStore, siteLit(act.site), n.(dst.Expr), m, k)
 	case actEntryDelete:
 		ce := n.(*dst.CallExpr)
+		if k := len(ap.owners) - 1; k >= 0 {
+			if es, ok := ap.owners[k].(*dst.ExprStmt); ok && es.X == n {
+				// A statement of its own: if _waflOn() { _waflEntryDeleted(id,
+				// m, k) } before it, the map and key evaluated twice (pure),
+				// and the delete itself left as it is, so that with the hooks
+				// off it costs a load and a branch.
+				m, key := ap.clones[act.lhs], ap.clones[act.key]
+				rec := &dst.IfStmt{
+					Cond: call(hOn),
+					Body: &dst.BlockStmt{List: []dst.Stmt{&dst.ExprStmt{X: call(hEntryDeleted, siteLit(act.site), m, key)}}},
+				}
+				rec.Decs.Before, rec.Decs.After = dst.NewLine, dst.NewLine
+				rec.Decs.Start.Append(marker(ap.fset, act.pos))
+				ap.before[k] = append(ap.before[k], rec)
+				return n
+			}
+		}
+		// Deferred, or the post or init statement of a for, if or switch.
 		out := call(hEntryDelete, siteLit(act.site), ce.Args[0], ce.Args[1])
 		out.Decs = ce.Decs
 		return out
@@ -678,9 +710,16 @@ func (c *collector) noteOnce(n ast.Node, format string, args ...any) {
 }
 
 // preEntries takes, top-down, a pristine copy of the map expression of a
-// lookup rewritten as m[_waflEntryKey(id, m, k)], before the hooks of its
-// own subexpressions are added to it.
+// lookup rewritten as m[_waflEntryKey(id, m, k)], and of the map and key
+// of a delete, before the hooks of their own subexpressions are added.
 func (ap *applier) preEntries(n dst.Node) {
+	if ce, ok := n.(*dst.CallExpr); ok {
+		if a, ok := ap.nodes[n].(*ast.CallExpr); ok && ap.ed.has(a, actEntryDelete) {
+			ap.clones[a.Args[0]] = cleanClone(ce.Args[0])
+			ap.clones[a.Args[1]] = cleanClone(ce.Args[1])
+		}
+		return
+	}
 	ix, ok := n.(*dst.IndexExpr)
 	if !ok {
 		return

@@ -147,7 +147,9 @@ type action struct {
 	// CompareAndSwap. For actAtomicFunc and actWaitGroup, op is the
 	// helper's name.
 	method string
-	lhs    ast.Expr           // actStore: the slot stored to; actAtomicState: the atomic's expression
+	lhs    ast.Expr           // actStore: the slot stored to; actAtomicState: the atomic's expression; actEntryDelete: the map
+	key    ast.Expr           // actEntryDelete: the key
+	pos    token.Pos          // actEntryDelete: the delete's position, for the marker of its dispose statement
 	site2  uint32             // actAtomicState of a CompareAndSwap: its state site
 	slots  map[int]*tupleSlot // actTuple: lhs index -> store
 	// copyFun and copyArgs are, for actGo on a call of anything but a

@@ -49,5 +49,5 @@ github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261/go.mod h1:pxMtw7c
 //go:embed lcc/doc.go lcc/forest.go lcc/lcc.go lcc/token.go
 //go:embed record/doc.go record/recorder.go record/time.go
 //go:embed inject/api.go inject/binhash.go inject/config.go inject/doc.go inject/engine.go inject/log.go inject/online.go inject/panics.go inject/sitetab.go inject/sleep_linux.go inject/sleep_other.go
-//go:embed plans/doc.go plans/file.go plans/learn.go plans/online.go plans/params.go plans/plan.go plans/update.go
+//go:embed plans/doc.go plans/file.go plans/learn.go plans/online.go plans/params.go plans/plan.go plans/subtests.go plans/update.go
 var RuntimeFS embed.FS

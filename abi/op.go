@@ -37,10 +37,16 @@ const (
 	// wrote the row (a test's goroutine before its end mark; without
 	// marks, the one that stopped the recording); site is 0.
 	OpThinned Op = 9
+	// OpSubtest: goroutine g starts running a subtest (t.Run's function);
+	// obj is TestID of its full name (t.Name()). In the raw spill file
+	// only: the conversion to Arrow takes from these rows and the fork
+	// rows which subtest of the first level each site ran under
+	// (trace.Subtests), and drops them.
+	OpSubtest Op = 10
 )
 
 // NumOps bounds the op codes: every valid Op is below it.
-const NumOps = 10
+const NumOps = 11
 
 // ThinShift sets the recorder's thinning grain: of the uses of one slot
 // at one site by one goroutine, it keeps the first in every aligned
@@ -86,6 +92,7 @@ var Specs = [NumOps]Spec{
 	OpTestEnd:   {Op: OpTestEnd, Name: "test-end", Obj: "test id (TestID)", Clock: "clock", Site: "1: the test failed", Doc: "raw spill file only: the top-level test of goroutine g and all its subtests ended"},
 	OpGo:        {Op: OpGo, Name: "go", Clock: "parent's own counter at the fork (the child's fork row carries it)", Site: "go statement", Doc: "goroutine g (the parent) executed an instrumented go statement; the child may never run"},
 	OpThinned:   {Op: OpThinned, Name: "thinned", Obj: "use rows left out", Clock: "clock", Doc: "the recorder left out repeated uses (same goroutine, site and slot, less than 1<<ThinShift ns apart) since the previous thinned row"},
+	OpSubtest:   {Op: OpSubtest, Name: "subtest", Obj: "subtest id (TestID of t.Name())", Clock: "clock", Doc: "raw spill file only: goroutine g starts running a subtest"},
 }
 
 // Mark reports whether o is a test boundary mark (raw spill file only).

@@ -272,6 +272,17 @@ func TestBegin(name string) {
 	}
 }
 
+// Subtest marks, while recording, that the calling goroutine starts
+// running the subtest name (t.Name()): the generated start of every
+// function passed to t.Run calls it, so that wafl knows which subtests
+// reach which sites and can run only those (docs/algorithm.md, "Runs of
+// some subtests"). Once per subtest: not on the events' path.
+func Subtest(name string) {
+	if Recording() {
+		record.Subtest(abi.TestID(name))
+	}
+}
+
 // TestEnd: see TestBegin. failed says the test failed.
 func TestEnd(name string, failed bool) {
 	if Recording() {

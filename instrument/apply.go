@@ -47,6 +47,7 @@ const (
 	hCtxT         = "_waflCtxT"
 	hCtxFork      = "_waflCtxFork"
 	hCtxAdopt     = "_waflCtxAdopt"
+	hCtxAdoptT    = "_waflCtxAdoptT"
 	hWGDone       = "_waflWGDone"
 	hWGWait       = "_waflWGWait"
 	hWGGo         = "_waflWGGo"
@@ -60,6 +61,7 @@ const (
 	hOn           = "_waflOn"
 	userMain      = "_waflTestMain"
 	tokenVar      = "_wafl_t"
+	subtestVar    = "_waflT"
 )
 
 // applier carries out one file's edits on its dst tree.
@@ -349,6 +351,9 @@ func (ap *applier) ctxLit(lit *dst.FuncLit, a ast.Node) dst.Expr {
 	ap.tok++
 	name := tokenVar + strconv.Itoa(ap.tok)
 	adopt := &dst.ExprStmt{X: call(hCtxAdopt, dst.NewIdent(name))}
+	if t := subtestParam(lit); t != "" {
+		adopt.X = call(hCtxAdoptT, dst.NewIdent(name), dst.NewIdent(t))
+	}
 	lit.Body.List = append([]dst.Stmt{adopt}, lit.Body.List...)
 	fork := &dst.AssignStmt{Lhs: []dst.Expr{dst.NewIdent(name)}, Tok: token.DEFINE, Rhs: []dst.Expr{call(hCtxFork)}}
 	fork.Decs.Before, fork.Decs.After = dst.NewLine, dst.NewLine
@@ -356,6 +361,21 @@ func (ap *applier) ctxLit(lit *dst.FuncLit, a ast.Node) dst.Expr {
 	k := len(ap.before) - 1
 	ap.before[k] = append(ap.before[k], fork)
 	return lit
+}
+
+// subtestParam returns the name of the one parameter of a subtest's
+// function literal (its *testing.T), naming it first when it has none or
+// is _; "" when the literal does not take exactly one.
+func subtestParam(lit *dst.FuncLit) string {
+	ps := lit.Type.Params
+	if ps == nil || len(ps.List) != 1 || len(ps.List[0].Names) > 1 {
+		return ""
+	}
+	f := ps.List[0]
+	if len(f.Names) == 0 || f.Names[0].Name == "_" {
+		f.Names = []*dst.Ident{dst.NewIdent(subtestVar)}
+	}
+	return f.Names[0].Name
 }
 
 // wrapTestMain renames a user TestMain and adds

@@ -286,12 +286,22 @@ func _waflCtxA[A any](f func(A)) func(A) {
 	return func(a A) { _wafl.AdoptCallback(t); f(a) }
 }
 
-func _waflCtxT[A interface{ Helper() }](f func(A)) func(A) {
+func _waflCtxT[A interface {
+	Helper()
+	Name() string
+}](f func(A)) func(A) {
 	if !_waflOn() || f == nil {
 		return f
 	}
 	t := _wafl.Fork()
-	return func(a A) { a.Helper(); _wafl.AdoptCallback(t); f(a) }
+	return func(a A) {
+		a.Helper()
+		_wafl.AdoptCallback(t)
+		if _wafl.Recording() {
+			_wafl.Subtest(a.Name())
+		}
+		f(a)
+	}
 }
 
 // _waflCtxFork and _waflCtxAdopt do what _waflCtxT does for a function
@@ -305,6 +315,16 @@ func _waflCtxFork() _waflToken {
 }
 
 func _waflCtxAdopt(t _waflToken) { _wafl.AdoptCallback(t) }
+
+// _waflCtxAdoptT is _waflCtxAdopt for a subtest's function literal, whose
+// *testing.T (or B) is a: while recording, it also marks the subtest
+// (hook.Subtest).
+func _waflCtxAdoptT(t _waflToken, a interface{ Name() string }) {
+	_wafl.AdoptCallback(t)
+	if _wafl.Recording() {
+		_wafl.Subtest(a.Name())
+	}
+}
 
 func _waflCtxAR[A, R any](f func(A) R) func(A) R {
 	if !_waflOn() || f == nil {

@@ -37,7 +37,7 @@ func markTests(fset *token.FileSet, info *types.Info, dec *decorator.Decorator, 
 			continue
 		}
 		field := dfd.Type.Params.List[0]
-		name := "_waflT"
+		name := subtestVar
 		if len(field.Names) == 1 && field.Names[0].Name != "_" {
 			name = field.Names[0].Name
 		} else {

@@ -208,10 +208,12 @@ func (o Overrides) ApplyDetection(p *Params) {
 // load), and whose caps on the delay per goroutine and per run are
 // stretched as its delays are, so that a run under load can inject as
 // many delays as one at rest. p keeps the learned lengths and its caps.
-// The copy shares p's locations, runs and bugs: it is for saving, not for
-// changing.
+// The copy leaves out the record of the test's subtests (wafl chooses
+// which to run from it; the runtime does not read it). It shares p's
+// locations, runs and bugs: it is for saving, not for changing.
 func (p *Plan) ForRun(load float64, noScale bool) *Plan {
 	c := *p
+	c.Subtests = nil // wafl's choice of subtests, not the runtime's
 	c.Params.SlackNs = RunSlack(load, noScale)
 	c.Params.Stretch = RunStretch(load, noScale)
 	if f := c.Params.Stretch; f > 1 {

@@ -19,6 +19,10 @@ type Plan struct {
 	Runs []Run `json:"runs,omitempty"`
 	// Bugs are the bugs detection runs exposed; their pairs leave S.
 	Bugs []Bug `json:"bugs,omitempty"`
+	// Subtests says which subtests of the test reached the plan's sites
+	// in the preparation run; nil when it ran none (or wafl could not
+	// tell which ran where).
+	Subtests *Subtests `json:"subtests,omitempty"`
 }
 
 // Params are the knobs of the analysis and of detection runs.
@@ -252,6 +256,9 @@ type Run struct {
 	// (a long test's runs after its first); 0 for a run alone. Runs side
 	// by side are consecutive in Runs.
 	Beside int `json:"beside,omitempty"`
+	// Sub is the -test.run pattern below the test's own name when the
+	// run took only some of its subtests (Plan.SubtestPattern).
+	Sub string `json:"sub,omitempty"`
 }
 
 // Bug is a bug a detection run exposed.
@@ -262,4 +269,29 @@ type Bug struct {
 	Run     int    `json:"run"`
 	Seed    uint64 `json:"seed"`
 	Panic   string `json:"panic"`
+}
+
+// Subtests says which subtests of the first level (t.Run called by the
+// test's own function) reached which sites of the plan in the preparation
+// run, so that a detection run can take only the subtests its pairs need
+// (docs/algorithm.md, "Runs of some subtests").
+type Subtests struct {
+	// Count is how many first-level subtests the preparation run ran.
+	Count int `json:"count"`
+	// List holds those that reached a site of the plan (a delay
+	// location or a partner), in the order they started.
+	List []Subtest `json:"list,omitempty"`
+	// Outside holds the sites of the plan that goroutines of no subtest
+	// reached (the test's own function before, between and after its
+	// subtests): every run reaches them.
+	Outside []uint32 `json:"outside,omitempty"`
+	// Whole: a run of only some subtests reached no delay location of the
+	// plan, so runs take the whole test.
+	Whole bool `json:"whole,omitempty"`
+}
+
+// Subtest is one first-level subtest and the plan's sites it reached.
+type Subtest struct {
+	Name  string   `json:"name"` // as t.Name() returns it: "TestX/case_1"
+	Sites []uint32 `json:"sites"`
 }

@@ -242,6 +242,18 @@ func Mark(op abi.Op, id uint64, site uint32) {
 	r.wmu.Unlock()
 }
 
+// Subtest records that the calling goroutine starts running the subtest
+// with id (abi.OpSubtest). Unlike Mark it does not flush: a test may run
+// thousands of subtests.
+func Subtest(id uint64) {
+	r := active.Load()
+	if r == nil {
+		return
+	}
+	g, c := lcc.Current()
+	r.add(g, nanotime(), g, id, c, 0, abi.OpSubtest)
+}
+
 func (r *recorder) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -177,6 +177,16 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			none = none && reachedNone(rr)
 		}
 		k += batch
+		if none && narrowedBatch(results) && plan.Subtests != nil {
+			// Runs of only some subtests reached none of the plan's
+			// locations: those subtests do not do alone what they did
+			// after the others. The next runs take the whole test.
+			plan.RunWholeTest()
+			if err := plans.Save(s.ws.PlanPath(j.pkg.ImportPath, j.test), plan); err != nil {
+				return 0, "", err
+			}
+			continue
+		}
 		if !o.Basic && none && livePairs(plan) == pairs {
 			// The schedules of these runs never took the test to code
 			// its plan delays, and no run added a pair: the next run
@@ -228,6 +238,16 @@ func reachedNone(rr *report.RunResult) bool {
 		}
 	}
 	return true
+}
+
+// narrowedBatch says whether a run of the batch took only some subtests.
+func narrowedBatch(results []*report.RunResult) bool {
+	for _, rr := range results {
+		if rr != nil && rr.Run.Sub != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // livePairs counts the candidate pairs of plan's live locations.
@@ -550,7 +570,15 @@ func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *pl
 	// The copy also carries this run's scheduling slack, from the load
 	// right now (plans.RunSlack): the live plan keeps the learned lengths.
 	// Pairs given to other tests of the package are not in it (share.go).
-	forRun := s.shares.view(j, plan).ForRun(loadFactor(), o.Params.NoLoadScale)
+	view := s.shares.view(j, plan)
+	sub, skip := o.subtestArgs()
+	narrowed := ""
+	if sub == "" && !o.Basic {
+		// Only the subtests the pairs need (subtests.go).
+		narrowed = view.SubtestPattern()
+		sub = narrowed
+	}
+	forRun := view.ForRun(loadFactor(), o.Params.NoLoadScale)
 	forRun.SetBinaryStamp(j.pkg.runStamp())
 	if err := plans.Save(runPlan, forRun); err != nil {
 		return nil, err
@@ -574,7 +602,6 @@ func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *pl
 		os.Remove(raw)
 		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
 	}
-	sub, skip := o.subtestArgs()
 	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, forRun), Output: r.output(), Extra: o.binaryArgs()}
 	res, again, err := s.startOnce(ctx, j.pkg, tr)
 	if err != nil {
@@ -599,6 +626,7 @@ func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *pl
 	if err != nil {
 		return nil, err
 	}
+	rr.Run.Sub = narrowed
 	return rr, nil
 }
 

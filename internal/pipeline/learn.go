@@ -142,7 +142,7 @@ func learnedFrom(ctx context.Context, s *session, o *DetectOptions, j job, plan 
 	plan.CountLearnRun()
 	added := 0
 	if ok {
-		fresh, _, err := analyzeFresh(ctx, s.ws, o.Params, j, raw, dropped, 0)
+		fresh, _, err := analyzeFresh(ctx, s.ws, o.Params, j, raw, dropped, 0, "")
 		if err != nil {
 			return nil, 0, &testError{phase: "analyze", note: "analysis failed", err: err}
 		}
@@ -408,7 +408,7 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		// The run's own delays are taken out of the trace's times: a gap
 		// they stretched would give the new pair a delay as long as
 		// theirs, and the next run's delays would grow on it.
-		fresh, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan, runPauses(rr.Log))
+		fresh, _, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan, runPauses(rr.Log))
 		if err != nil {
 			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
 		}

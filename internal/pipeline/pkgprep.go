@@ -36,6 +36,8 @@ type pkgRun struct {
 	kept  map[string]bool // tests whose split trace is used
 	tests map[string]*split.TestStats
 	load  float64 // loadFactor before the run
+	// output is the run's output: go test -v lines name its subtests.
+	output string
 	// analyzed are the kept tests' accounts, analyzed right after their
 	// chunk while the other chunks still run (preparedInPackage).
 	analyzed map[string]analyzed
@@ -153,7 +155,7 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 		s.sum.add(func(s *Summary) { s.Alone += alone })
 		// The chunk's kept tests are analyzed now, while the other
 		// chunks run, with the load measured before the package run.
-		view := &pkgRun{tests: c.tests, load: pr.load}
+		view := &pkgRun{tests: c.tests, load: pr.load, output: c.output}
 		for _, t := range kept {
 			if ctx.Err() != nil {
 				return // runPackages keeps what finished
@@ -218,7 +220,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 	if err != nil {
 		return nil, err
 	}
-	pr.tests = st.Tests
+	pr.tests, pr.output = st.Tests, res.Output
 	// The goroutine a crash happened on, when the run crashed: its test
 	// runs again alone, and so does every test when no test owns it.
 	crashed, all := "", false
@@ -272,7 +274,7 @@ func preparedInPackage(ctx context.Context, s *session, o *PrepareOptions, j job
 	if ts.Late > 0 {
 		more += fmt.Sprintf("; %s of goroutines that outlived the test dropped", plural(int(ts.Late), "event", "events"))
 	}
-	return analyzePrepared(ctx, s, o, j, s.ws.RawTracePath(j.pkg.ImportPath, j.test), pr.load,
+	return analyzePrepared(ctx, s, o, j, s.ws.RawTracePath(j.pkg.ImportPath, j.test), pr.output, pr.load,
 		time.Duration(ts.End-ts.Begin), ts.Late, more)
 }
 

@@ -112,18 +112,19 @@ func prepareTest(ctx context.Context, s *session, o *PrepareOptions, j job) (str
 		s.sum.add(func(s *Summary) { s.FailPlain++ })
 		return "", &testError{note: "fails without delays", err: err}
 	}
-	return analyzePrepared(ctx, s, o, j, raw, load, res.Duration, 0, "")
+	return analyzePrepared(ctx, s, o, j, raw, res.Output, load, res.Duration, 0, "")
 }
 
 // analyzePrepared analyzes the trace of a test's passing preparation run
 // (alone, or split out of its package's run) into its plan. It returns
-// the test's one-line account; more is added to it. dropped are the
-// events of its goroutines the package run dropped after its end.
-func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, raw string, load float64, d time.Duration, dropped int64, more string) (string, error) {
+// the test's one-line account; more is added to it. runLog is the run's
+// output; dropped are the events of its goroutines the package run
+// dropped after its end.
+func analyzePrepared(ctx context.Context, s *session, o *PrepareOptions, j job, raw, runLog string, load float64, d time.Duration, dropped int64, more string) (string, error) {
 	forgetFailure(s.ws, j)
 	params := o.Params
 	params.LoadFactor = max(load, loadFactor()) // the queue before and after the run
-	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw, dropped, d)
+	plan, stats, err := analyzeRun(ctx, s.ws, params, j, raw, dropped, d, runLog)
 	if err != nil {
 		return "", &testError{phase: "analyze", note: "analysis failed", err: err}
 	}
@@ -175,9 +176,9 @@ func countPredicted(s *session, stats *analyze.Stats) {
 
 // analyzeRun converts a raw trace to Arrow, analyzes it and saves the
 // plan (analyzeFresh).
-func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
+func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration, runLog string) (*plans.Plan, *analyze.Stats, error) {
 	pkg, test := j.pkg.ImportPath, j.test
-	plan, stats, err := analyzeFresh(ctx, ws, params, j, raw, dropped, d)
+	plan, stats, err := analyzeFresh(ctx, ws, params, j, raw, dropped, d, runLog)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,11 +195,15 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 // which it returns without saving it. dropped are the events of the
 // test's goroutines that its package run dropped after the test's end:
 // they make one more late goroutine (plans.Provenance.Late); d is how
-// long the test ran (0: not known).
-func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration) (*plans.Plan, *analyze.Stats, error) {
-	plan, stats, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(j.pkg.ImportPath, j.test), nil, nil)
+// long the test ran (0: not known); runLog, when not "", the run's
+// output, which names the subtests that ran (plans.Subtests).
+func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration, runLog string) (*plans.Plan, *analyze.Stats, error) {
+	plan, stats, subs, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(j.pkg.ImportPath, j.test), nil, nil)
 	if err != nil {
 		return nil, nil, err
+	}
+	if subs != nil && runLog != "" {
+		plan.SetSubtests(subtestsOf(subs, j.test, runLog))
 	}
 	if stats != nil {
 		late := int64(stats.Late)
@@ -214,20 +219,22 @@ func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 // analyzeTrace converts the raw spill file raw of test j into the Arrow
 // trace arrows, removes raw and analyzes the trace into a plan, which it
 // returns without saving it. known, if not nil, is the plan the result
-// will extend (analyze.Options.Known).
-func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses) (*plans.Plan, *analyze.Stats, error) {
+// will extend (analyze.Options.Known), and which subtest each site ran
+// under, nil when no subtest was marked.
+func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
+		return nil, nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
 	}
 	// The test boundary marks are for package runs (record/split): a run
 	// of one test drops them.
 	if err := split.StripInPlace(raw); err != nil {
-		return nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
+		return nil, nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
 	}
-	if _, err := trace.ConvertWithout(raw, arrows, meta, pauses); err != nil && !errors.Is(err, trace.ErrTruncated) {
-		return nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
+	_, subs, err := trace.ConvertSubtests(raw, arrows, meta, pauses)
+	if err != nil && !errors.Is(err, trace.ErrTruncated) {
+		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
 	}
 	os.Remove(raw)
 	p := params.NewParams()
@@ -245,10 +252,10 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if ie := (*analyze.InternalError)(nil); errors.As(err, &ie) {
 		// A bug of wafl's: this test gets the report, the trace stays for
 		// it, and the other tests go on.
-		return nil, nil, fmt.Errorf("%w\ntrace kept: %s\n%s", err, ws.Rel(arrows), testrun.Tail(string(ie.Stack), 40))
+		return nil, nil, nil, fmt.Errorf("%w\ntrace kept: %s\n%s", err, ws.Rel(arrows), testrun.Tail(string(ie.Stack), 40))
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The package and test come from meta, written into the trace.
 	plan.SetBuild(j.pkg.Binary, j.pkg.Sites, j.pkg.hash)
@@ -260,7 +267,7 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		plan.SetForks(max(stats.Forks-1, 0) + int64(stats.Unstarted))
 		plan.SetStaticLeft(stats.StaticLeft)
 	}
-	return plan, stats, nil
+	return plan, stats, subs, nil
 }
 
 // disposedBefore reports whether the spill file raw shows goroutine g's

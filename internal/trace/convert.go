@@ -28,6 +28,19 @@ func Convert(rawPath, outPath string, meta Meta) (events int64, err error) {
 // stamp (Pauses.Remove): the trace of a recording detection run, read as
 // if wafl had injected no delay. A nil p changes nothing.
 func ConvertWithout(rawPath, outPath string, meta Meta, pauses *Pauses) (events int64, err error) {
+	return convert(rawPath, outPath, meta, pauses, nil)
+}
+
+// ConvertSubtests is ConvertWithout that also returns which subtest of
+// the first level each site ran under (Subtests), nil when the run
+// marked no subtest.
+func ConvertSubtests(rawPath, outPath string, meta Meta, pauses *Pauses) (int64, *Subtests, error) {
+	c := newSubtestCollector()
+	n, err := convert(rawPath, outPath, meta, pauses, c)
+	return n, c.result(), err
+}
+
+func convert(rawPath, outPath string, meta Meta, pauses *Pauses, c *subtestCollector) (events int64, err error) {
 	in, err := os.Open(rawPath)
 	if err != nil {
 		return 0, fmt.Errorf("opening spill file: %w", err)
@@ -80,6 +93,7 @@ func ConvertWithout(rawPath, outPath string, meta Meta, pauses *Pauses) (events 
 				k := min(room, len(p)/abi.RawRecordSize)
 				base := b.Len()
 				decodeInto(b, p[:k*abi.RawRecordSize])
+				c.take(b, base) // drops the subtest marks
 				if pauses != nil {
 					t := b.Time[base:]
 					for i := range t {

@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memorder/wafl/plans"
+)
+
+// subtestSrc: TestTable reaches the pair of pairSrc in one of its six
+// subtests; TestSeq's subtest "use" reaches it only after "setup" ran.
+const subtestSrc = `package subs
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+` + pairSrc + `
+func TestTable(t *testing.T) {
+	for i := range 6 {
+		t.Run("case "+strconv.Itoa(i), func(t *testing.T) {
+			if i == 4 {
+				pair()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		})
+	}
+}
+
+func TestSeq(t *testing.T) {
+	ran := false
+	t.Run("setup", func(t *testing.T) { ran = true })
+	t.Run("use", func(*testing.T) {
+		if ran {
+			pair()
+		}
+	})
+}
+`
+
+// TestDetectRunsSomeSubtests: prepare records which subtests reach the
+// plan's sites; a detection run takes only those the pairs need, and
+// once such a run reaches no delay location, the runs after it take the
+// whole test.
+func TestDetectRunsSomeSubtests(t *testing.T) {
+	o, _ := preparedModule(t, "subs", subtestSrc, 2)
+	load := func(name string) *plans.Plan {
+		t.Helper()
+		p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "subs", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	table := load("TestTable")
+	if st := table.Subtests; st == nil || st.Count != 6 || len(st.List) != 1 || st.List[0].Name != "TestTable/case_4" {
+		t.Fatalf("TestTable's subtests: %+v; want 6, of which case_4 reaches the plan's sites", st)
+	}
+	if st := load("TestSeq").Subtests; st == nil || st.Count != 2 || len(st.List) != 1 || st.List[0].Name != "TestSeq/use" {
+		t.Fatalf("TestSeq's subtests: %+v; want 2, of which use reaches the plan's sites", st)
+	}
+
+	o.Runs = 2
+	var out strings.Builder
+	o.Stderr = &out
+	if _, err := Detect(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	table = load("TestTable")
+	if len(table.Runs) == 0 {
+		t.Fatalf("TestTable did not run\n%s", out.String())
+	}
+	for _, r := range table.Runs {
+		if r.Sub == "" {
+			t.Errorf("TestTable run %d took the whole test", r.N)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(o.WorkDir, "logs", "example.com", "subs", "TestTable.run1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "=== RUN   TestTable/case_4") || strings.Contains(string(log), "TestTable/case_0") {
+		t.Errorf("run 1 of TestTable (-run %s) did not run case_4 alone:\n%s", table.Runs[0].Sub, log)
+	}
+
+	seq := load("TestSeq")
+	if len(seq.Runs) != 2 || seq.Runs[0].Sub == "" || seq.Runs[1].Sub != "" || !seq.Subtests.Whole {
+		t.Errorf("TestSeq: runs %+v, whole %v; want a run of its subtest use, then one of the whole test",
+			seq.Runs, seq.Subtests.Whole)
+	}
+}

@@ -11,11 +11,22 @@ import (
 func (p *Plan) SetSubtests(st *Subtests) { p.Subtests = st }
 
 // RunWholeTest makes the plan's runs take the whole test from now on: a
-// run of only some subtests reached none of its delay locations.
-func (p *Plan) RunWholeTest() {
-	if p.Subtests != nil {
-		p.Subtests.Whole = true
+// run of only some subtests reached none of its delay locations. It does
+// nothing once such a run delayed (or skipped a delay): then the subtests
+// do reach the plan's code alone, and the run that reached none took
+// another schedule, as a run of the whole test can. It reports whether the
+// runs now take the whole test.
+func (p *Plan) RunWholeTest() bool {
+	if p.Subtests == nil {
+		return false
 	}
+	for _, r := range p.Runs {
+		if r.Sub != "" && (r.Delays > 0 || r.Skipped > 0) {
+			return p.Subtests.Whole
+		}
+	}
+	p.Subtests.Whole = true
+	return true
 }
 
 // SubtestPattern returns the -test.run pattern below the test's name

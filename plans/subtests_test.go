@@ -130,3 +130,23 @@ func TestSubtestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWholeTest: a plan falls back to the whole test only while no run
+// of some subtests has delayed.
+func TestRunWholeTest(t *testing.T) {
+	if (&Plan{}).RunWholeTest() {
+		t.Error("a plan without subtests fell back")
+	}
+	p := &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Sub: "^(?:a)$"}}}
+	if !p.RunWholeTest() || !p.Subtests.Whole {
+		t.Error("no run of some subtests delayed: want the whole test")
+	}
+	p = &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Sub: "^(?:a)$", Delays: 3}, {N: 2, Sub: "^(?:a)$"}}}
+	if p.RunWholeTest() || p.Subtests.Whole {
+		t.Error("run 1 of subtest a delayed, run 2 reached nothing: want the subtests kept")
+	}
+	p = &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Delays: 3}, {N: 2, Sub: "^(?:a)$"}}}
+	if !p.RunWholeTest() {
+		t.Error("only a run of the whole test delayed: want the whole test")
+	}
+}

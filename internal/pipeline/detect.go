@@ -177,11 +177,11 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			none = none && reachedNone(rr)
 		}
 		k += batch
-		if none && narrowedBatch(results) && plan.Subtests != nil {
+		if none && narrowedBatch(results) && plan.RunWholeTest() {
 			// Runs of only some subtests reached none of the plan's
-			// locations: those subtests do not do alone what they did
-			// after the others. The next runs take the whole test.
-			plan.RunWholeTest()
+			// locations, and none ever did: those subtests do not do
+			// alone what they did after the others. The next runs
+			// take the whole test.
 			if err := plans.Save(s.ws.PlanPath(j.pkg.ImportPath, j.test), plan); err != nil {
 				return 0, "", err
 			}

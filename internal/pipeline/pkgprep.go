@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memorder/wafl/abi"
@@ -120,14 +122,32 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 		analyzed: map[string]analyzed{}, again: map[string]analyzed{}}
 	var mu sync.Mutex
 	p := &pkg.procs
-	spread(ctx, s.gate, len(chunks), func(i int) {
+	var thieves atomic.Int64
+	// runChunk runs one chunk and what comes of it; a chunk may give the
+	// tests it has not begun to a chunk of their own (stealer).
+	var runChunk func(tests []string, name string)
+	runChunk = func(tests []string, name string) {
 		var (
 			c   *pkgRun
 			err error
 		)
+		st := &stealer{tests: tests, log: s.ws.LogPath(pkg.ImportPath, name, "prepare.log")}
+		cctx, cancel := context.WithCancel(ctx)
+		var tw sync.WaitGroup
+		defer tw.Wait() // the chunk that took tests from this one
 		p.alone.RLock() // a run that must be alone waits for the chunk
-		beside := s.track(pkg, func() { c, err = runPackage(ctx, s, o, pkg, chunks[i], chunkName(i, len(chunks))) })
+		beside := s.track(pkg, func() {
+			stop := st.watch(s.gate, cancel, func(rest []string) {
+				tw.Go(func() {
+					defer s.gate.release()
+					runChunk(rest, name+"."+strconv.FormatInt(thieves.Add(1), 10))
+				})
+			})
+			c, err = runPackage(cctx, s, o, pkg, tests, name)
+			stop()
+		})
 		p.alone.RUnlock()
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				s.prog.Printf("wafl: %s: the tests' shared preparation run failed, each runs alone: %v\n", pkg.ImportPath, err)
@@ -137,10 +157,15 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 		var kept, redo []string
 		mu.Lock()
 		for t, ts := range c.tests {
-			pr.tests[t] = ts
+			if !st.gave(t) {
+				pr.tests[t] = ts
+			}
 		}
 		alone := 0
-		for _, t := range chunks[i] {
+		for _, t := range tests {
+			if st.gave(t) {
+				continue // the chunk that took it prepares it
+			}
 			if c.kept[t] {
 				pr.kept[t] = true
 				kept = append(kept, t)
@@ -177,7 +202,8 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 			pr.again[t] = analyzed{note, err}
 			mu.Unlock()
 		}
-	})
+	}
+	spread(ctx, s.gate, len(chunks), func(i int) { runChunk(chunks[i], chunkName(i, len(chunks))) })
 	return pr
 }
 
@@ -240,7 +266,11 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 			pr.kept[t] = true
 		}
 	}
-	logSplit(res.Output, res, st, len(pr.kept), len(tests), "the others run alone")
+	rest := "the others run alone"
+	if ctx.Err() != nil {
+		rest = "stopped before its end: the others run in the chunk they were given to (stealer), or alone"
+	}
+	logSplit(res.Output, res, st, len(pr.kept), len(tests), rest)
 	return pr, nil
 }
 
@@ -327,4 +357,141 @@ func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int, res
 		}
 	}
 	f.WriteString(b.String())
+}
+
+// A chunk's tests run one after another in its process. When the test it
+// runs has taken stealAfter and a CPU is idle (the gate admits a process),
+// the chunk gives the latter half of the tests it has not begun to a chunk
+// of their own, which runs beside it, and its process is stopped when it
+// begins one of them: its tests that ended are kept as in any interrupted
+// package run (runPackage). Tests that sleep or wait for timers then do
+// not wait for one another because they were neighbours in a chunk
+// (docs/algorithm.md, "One process per package").
+const (
+	stealAfter = time.Second
+	stealPoll  = 250 * time.Millisecond
+)
+
+// stealer watches a chunk's package run through its output, where go
+// test -v writes "=== RUN   TestX" as each top-level test begins.
+type stealer struct {
+	tests []string // the chunk's tests, in the order they run
+	log   string   // the package run's output
+
+	mu    sync.Mutex
+	given map[string]bool // tests given to another chunk
+
+	off   int64  // of log, read up to here
+	part  []byte // an unfinished last line
+	begun []string
+}
+
+// gave says whether the chunk gave test t to another chunk.
+func (st *stealer) gave(t string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.given[t]
+}
+
+// watch starts watching until the returned stop is called. give starts
+// the chunk of the tests given (the gate admitted a process for it: give
+// releases it); kill stops the package run.
+func (st *stealer) watch(g *gate, kill func(), give func(rest []string)) (stop func()) {
+	if !g.admits() || len(st.tests) < 2 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(stealPoll)
+		defer tick.Stop()
+		cur, since := "", time.Time{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			st.read()
+			if len(st.begun) == 0 {
+				continue
+			}
+			for _, b := range st.begun {
+				if st.gave(b) {
+					kill() // it began a test another chunk runs
+					return
+				}
+			}
+			if last := st.begun[len(st.begun)-1]; last != cur {
+				cur, since = last, time.Now()
+				continue
+			}
+			if time.Since(since) < stealAfter {
+				continue
+			}
+			rest := st.rest()
+			if len(rest) == 0 || g.tryAcquireN(1) == 0 {
+				continue
+			}
+			rest = rest[len(rest)/2:]
+			st.mu.Lock()
+			if st.given == nil {
+				st.given = map[string]bool{}
+			}
+			for _, t := range rest {
+				st.given[t] = true
+			}
+			st.mu.Unlock()
+			give(rest)
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// rest returns the chunk's tests not begun and not given, in order.
+func (st *stealer) rest() []string {
+	seen := make(map[string]bool, len(st.begun))
+	for _, b := range st.begun {
+		seen[b] = true
+	}
+	var rest []string
+	for _, t := range st.tests {
+		if !seen[t] && !st.gave(t) {
+			rest = append(rest, t)
+		}
+	}
+	return rest
+}
+
+// read reads the output the run wrote since the last read and appends the
+// top-level tests it began to st.begun.
+func (st *stealer) read() {
+	f, err := os.Open(st.log)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.ReadAt(buf, st.off)
+		st.off += int64(n)
+		data := append(st.part, buf[:n]...)
+		for {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				break
+			}
+			if name, ok := strings.CutPrefix(string(data[:i]), "=== RUN   "); ok && !strings.Contains(name, "/") {
+				st.begun = append(st.begun, name)
+			}
+			data = data[i+1:]
+		}
+		st.part = append(st.part[:0], data...)
+		if err != nil || n == 0 {
+			return
+		}
+	}
 }

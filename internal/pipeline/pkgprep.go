@@ -360,15 +360,18 @@ func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int, res
 }
 
 // A chunk's tests run one after another in its process. When the test it
-// runs has taken stealAfter and a CPU is idle (the gate admits a process),
-// the chunk gives the latter half of the tests it has not begun to a chunk
-// of their own, which runs beside it, and its process is stopped when it
-// begins one of them: its tests that ended are kept as in any interrupted
-// package run (runPackage). Tests that sleep or wait for timers then do
-// not wait for one another because they were neighbours in a chunk
-// (docs/algorithm.md, "One process per package").
+// runs has taken stealAfter, at least stealLeft tests are still to begin
+// and a CPU is idle (the gate admits a process), the chunk gives the
+// latter half of the tests it has not begun to a chunk of their own, which
+// runs beside it, and its process is stopped when it begins one of them:
+// its tests that ended are kept as in any interrupted package run
+// (runPackage). Tests that sleep or wait for timers then do not wait for
+// one another because they were neighbours in a chunk (docs/algorithm.md,
+// "One process per package"). Every process given costs some 10–20 ms of
+// CPU to start, record and split: a package of short tests gives none.
 const (
-	stealAfter = time.Second
+	stealAfter = 2 * time.Second
+	stealLeft  = 2
 	stealPoll  = 250 * time.Millisecond
 )
 
@@ -397,7 +400,7 @@ func (st *stealer) gave(t string) bool {
 // the chunk of the tests given (the gate admitted a process for it: give
 // releases it); kill stops the package run.
 func (st *stealer) watch(g *gate, kill func(), give func(rest []string)) (stop func()) {
-	if !g.admits() || len(st.tests) < 2 {
+	if !g.admits() || len(st.tests) < 1+stealLeft {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -430,7 +433,7 @@ func (st *stealer) watch(g *gate, kill func(), give func(rest []string)) (stop f
 				continue
 			}
 			rest := st.rest()
-			if len(rest) == 0 || g.tryAcquireN(1) == 0 {
+			if len(rest) < stealLeft || g.tryAcquireN(1) == 0 {
 				continue
 			}
 			rest = rest[len(rest)/2:]

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// stealSrc: four tests of one chunk that each sleep 2 s.
+// stealSrc: four tests of one chunk that each sleep 3 s.
 const stealSrc = `package steal
 
 import (
@@ -22,7 +22,7 @@ type S struct{ p *int }
 func sleepy() {
 	s := &S{p: new(int)}
 	go func() { _ = *s.p }()
-	time.Sleep(2 * time.Second)
+	time.Sleep(3 * time.Second)
 	s.p = nil
 }
 
@@ -32,8 +32,8 @@ func TestT3(t *testing.T) { sleepy() }
 func TestT4(t *testing.T) { sleepy() }
 `
 
-// TestChunkGivesTestsAway: a chunk whose test has run a second while a CPU
-// is idle gives the latter half of the tests it has not begun to a chunk of
+// TestChunkGivesTestsAway: a chunk whose test has run stealAfter while a
+// CPU is idle and two or more tests are still to begin gives the latter half of the tests it has not begun to a chunk of
 // their own; its process stops when it begins one of them. Every test is
 // prepared once, from a package run, none again alone.
 func TestChunkGivesTestsAway(t *testing.T) {

@@ -220,6 +220,18 @@ func TestQ3(t *testing.T) {}
 // the package directory.
 func prepareSpread(t *testing.T, name, src string) (*Summary, string) {
 	t.Helper()
+	sum, o := prepareIdle(t, name, src, 2)
+	if sum.Prepared != 8 || sum.FailPlain != 0 || len(sum.Problems) != 0 {
+		t.Fatalf("%d prepared, %d fail plainly, problems %v; want 8, 0, none", sum.Prepared, sum.FailPlain, sum.Problems)
+	}
+	return sum, o.Dir
+}
+
+// prepareIdle writes src as the test file of module example.com/<name>
+// and prepares it with --procs procs while the gate always finds CPUs
+// idle. It returns the summary and the options.
+func prepareIdle(t *testing.T, name, src string, procs int) (*Summary, PrepareOptions) {
+	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"go.mod":          "module example.com/" + name + "\n\ngo 1.22\n",
@@ -230,16 +242,13 @@ func prepareSpread(t *testing.T, name, src string) (*Summary, string) {
 	o := PrepareOptions{
 		Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
 		Packages: Packages{Patterns: []string{"./..."}},
-		Tests:    Tests{Parallel: 1, Procs: 2},
+		Tests:    Tests{Parallel: 1, Procs: procs},
 	}
 	sum, err := Prepare(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Prepared != 8 || sum.FailPlain != 0 || len(sum.Problems) != 0 {
-		t.Fatalf("%d prepared, %d fail plainly, problems %v; want 8, 0, none", sum.Prepared, sum.FailPlain, sum.Problems)
-	}
-	return sum, dir
+	return sum, o
 }
 
 // TestSpreadRunsAgainAlone: prepare cuts the package run into two

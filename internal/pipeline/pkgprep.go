@@ -386,6 +386,7 @@ type stealer struct {
 
 	off   int64  // of log, read up to here
 	part  []byte // an unfinished last line
+	buf   []byte
 	begun []string
 }
 
@@ -477,11 +478,13 @@ func (st *stealer) read() {
 		return
 	}
 	defer f.Close()
-	buf := make([]byte, 64<<10)
+	if st.buf == nil {
+		st.buf = make([]byte, 64<<10)
+	}
 	for {
-		n, err := f.ReadAt(buf, st.off)
+		n, err := f.ReadAt(st.buf, st.off)
 		st.off += int64(n)
-		data := append(st.part, buf[:n]...)
+		data := append(st.part, st.buf[:n]...)
 		for {
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {

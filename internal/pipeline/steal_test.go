@@ -1,12 +1,10 @@
 package pipeline
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // stealSrc: four tests of one chunk that each sleep 3 s.
@@ -37,22 +35,7 @@ func TestT4(t *testing.T) { sleepy() }
 // their own; its process stops when it begins one of them. Every test is
 // prepared once, from a package run, none again alone.
 func TestChunkGivesTestsAway(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":        "module example.com/steal\n\ngo 1.22\n",
-		"steal_test.go": stealSrc,
-	})
-	defer func(f func() float64, d time.Duration) { gateIdle, gateSettle = f, d }(gateIdle, gateSettle)
-	gateIdle, gateSettle = func() float64 { return 2 }, time.Millisecond
-	o := PrepareOptions{
-		Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
-		Packages: Packages{Patterns: []string{"./..."}},
-		Tests:    Tests{Parallel: 1, Procs: 4},
-	}
-	sum, err := Prepare(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, o := prepareIdle(t, "steal", stealSrc, 4)
 	if sum.Prepared != 4 || sum.FailPlain != 0 || sum.Alone != 0 || len(sum.Problems) != 0 {
 		t.Fatalf("%d prepared, %d fail plainly, %d again alone, problems %v; want 4, 0, 0, none", sum.Prepared, sum.FailPlain, sum.Alone, sum.Problems)
 	}

@@ -2,7 +2,6 @@ package trace
 
 import (
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -65,14 +64,7 @@ func TestConvertWithout(t *testing.T) {
 	if _, err := ConvertWithout(raw, out, testMeta, p); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := readAll(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := readTraceFile(t, out)
 	want := []int64{100, 200, 200}
 	for i, w := range want {
 		if got.Time[i] != w {

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -45,14 +44,7 @@ func TestConvertSubtests(t *testing.T) {
 	if n != int64(bt.Len()-4) {
 		t.Errorf("%d events written, want %d (the four marks dropped)", n, bt.Len()-4)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := readAll(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := readTraceFile(t, out)
 	for i := range got.Len() {
 		if abi.Op(got.Op[i]) == abi.OpSubtest {
 			t.Fatalf("row %d of the Arrow trace is a subtest mark", i)

@@ -221,6 +221,20 @@ func writeRaw(t testing.TB, path string, batches ...*Batch) {
 	}
 }
 
+// readTraceFile reads the whole Arrow trace at path.
+func readTraceFile(t *testing.T, path string) (*Batch, Meta) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, meta, err := readAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, meta
+}
+
 func TestConvert(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(3, 3))
@@ -232,14 +246,7 @@ func TestConvert(t *testing.T) {
 	if err != nil || n != int64(all.Len()) {
 		t.Fatalf("Convert = %d, %v; want %d events", n, err, all.Len())
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, meta, err := readAll(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, meta := readTraceFile(t, out)
 	if meta.Test != "TestX" {
 		t.Fatalf("meta %+v", meta)
 	}
@@ -252,11 +259,7 @@ func TestConvert(t *testing.T) {
 	if !errors.Is(err, ErrTruncated) || n != 73000 {
 		t.Fatalf("truncated Convert = %d, %v; want 73000 and ErrTruncated", n, err)
 	}
-	data, _ = os.ReadFile(out)
-	got, _, err = readAll(data)
-	if err != nil {
-		t.Fatalf("trace of a truncated spill file is not clean: %v", err)
-	}
+	got, _ = readTraceFile(t, out) // the trace of a truncated spill file is clean
 	equalPrefix(t, got, all, 73000)
 
 	if _, err := Convert(filepath.Join(dir, "none"), out, testMeta); err == nil {

@@ -192,6 +192,7 @@ func testFlags(cmd *cobra.Command, t *pipeline.Tests) {
 	f.DurationVar(&t.Timeout, "timeout", pipeline.DefaultTimeout, "kill a test run after this long and report it")
 	f.IntVarP(&t.Parallel, "parallel", "p", runtime.NumCPU(), "packages whose tests run at once (a package's tests run one after another, as go test runs them)")
 	f.IntVar(&t.Procs, "procs", pipeline.DefaultProcs(), "most test processes at once: beyond --parallel, more of a package's tests start while a CPU is idle, and a run that fails beside another runs again alone (--procs 1: a package's tests one after another, as go test)")
+	f.BoolVar(&t.HostNetwork, "host-network", false, "keep every test process on the host's network (default: on Linux, a process that starts beside another of its package gets a network namespace of its own with only loopback, so fixed ports do not collide)")
 	f.Var(shardValue{&t.Shard}, "shard", "run only shard I of N of the tests (deterministic split; combine with 'wafl merge')")
 	f.BoolVar(&t.RetryFailing, "retry-failing", false, "run tests that failed or hung without delays on this build again (default: remembered and skipped)")
 	f.BoolVar(&t.Short, "short", false, "tell long-running tests to shorten their run time (as go test -short)")

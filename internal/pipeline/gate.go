@@ -210,7 +210,10 @@ func (s *session) start(ctx context.Context, pkg *pkgBuild, tr testrun.Run, file
 func (s *session) startOnce(ctx context.Context, pkg *pkgBuild, tr testrun.Run) (res testrun.Result, again bool, err error) {
 	p := &pkg.procs
 	p.alone.RLock()
-	beside := s.track(pkg, func() { res, err = tr.Start(ctx) })
+	beside := s.track(pkg, func(netns bool) {
+		tr.NetNS = netns
+		res, err = tr.Start(ctx)
+	})
 	p.alone.RUnlock()
 	again = beside && err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut)
 	if again {
@@ -221,12 +224,17 @@ func (s *session) startOnce(ctx context.Context, pkg *pkgBuild, tr testrun.Run) 
 
 // track runs fn, which runs one test process of pkg, and counts the
 // process in the summary; beside says whether another of the package's
-// test processes ran while it did.
-func (s *session) track(pkg *pkgBuild, fn func()) (beside bool) {
+// test processes ran while it did. fn's netns says that the process is to
+// start in a network namespace of its own (testrun.Run.NetNS): another
+// process of the package runs at its start, and the session isolates
+// them (the first of a package's processes running at once keeps the
+// host's network, for a test that needs a service there).
+func (s *session) track(pkg *pkgBuild, fn func(netns bool)) (beside bool) {
 	p := &pkg.procs
 	seq, beside := p.begin()
 	done := s.gate.count()
-	fn()
+	netns := beside && s.netns
+	fn(netns)
 	peak := done()
 	beside = p.end(seq, beside)
 	s.sum.add(func(s *Summary) {
@@ -234,6 +242,9 @@ func (s *session) track(pkg *pkgBuild, fn func()) (beside bool) {
 		s.Peak = max(s.Peak, peak)
 		if beside {
 			s.Beside++
+		}
+		if netns {
+			s.NetNS++
 		}
 	})
 	return beside

@@ -2,10 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -232,6 +235,12 @@ func prepareSpread(t *testing.T, name, src string) (*Summary, string) {
 // idle. It returns the summary and the options.
 func prepareIdle(t *testing.T, name, src string, procs int) (*Summary, PrepareOptions) {
 	t.Helper()
+	return prepareIdleWith(t, name, src, Tests{Parallel: 1, Procs: procs})
+}
+
+// prepareIdleWith is prepareIdle with the tests' options given.
+func prepareIdleWith(t *testing.T, name, src string, tests Tests) (*Summary, PrepareOptions) {
+	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"go.mod":          "module example.com/" + name + "\n\ngo 1.22\n",
@@ -242,13 +251,89 @@ func prepareIdle(t *testing.T, name, src string, procs int) (*Summary, PrepareOp
 	o := PrepareOptions{
 		Common:   Common{Dir: dir, WorkDir: filepath.Join(dir, ".wafl")},
 		Packages: Packages{Patterns: []string{"./..."}},
-		Tests:    Tests{Parallel: 1, Procs: procs},
+		Tests:    tests,
 	}
 	sum, err := Prepare(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sum, o
+}
+
+// portSrc is lockSrc with a fixed TCP port (PORT) for the lock: TestA
+// listens on it until TestB has tried to (or 20 seconds passed), TestB
+// fails when it cannot listen on it too.
+const portSrc = `package port
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestA(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:PORT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.WriteFile("a-holds", nil, 0o644)
+	defer os.WriteFile("a-done", nil, 0o644)
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat("b-tried"); err == nil {
+			return
+		}
+	}
+}
+
+func TestP1(t *testing.T) {}
+func TestP2(t *testing.T) {}
+func TestP3(t *testing.T) {}
+
+func TestB(t *testing.T) {
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat("a-holds"); err == nil {
+			break
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:PORT")
+	os.WriteFile("b-tried", nil, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
+
+func TestQ1(t *testing.T) {}
+func TestQ2(t *testing.T) {}
+func TestQ3(t *testing.T) {}
+`
+
+// TestSpreadNetNS: the chunks of portSrc run side by side, the second in
+// a network namespace of its own, so TestB listens on the port TestA
+// holds and nothing runs again alone; with --host-network TestB fails
+// beside TestA and runs again alone.
+func TestSpreadNetNS(t *testing.T) {
+	if ok, err := testrun.NetNSAvailable(); !ok {
+		t.Skipf("no network namespaces here: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	src := strings.ReplaceAll(portSrc, "PORT", port)
+	for _, host := range []bool{false, true} {
+		sum, _ := prepareIdleWith(t, "port", src, Tests{Parallel: 1, Procs: 2, HostNetwork: host})
+		if sum.Prepared != 8 || sum.FailPlain != 0 || len(sum.Problems) != 0 {
+			t.Fatalf("host network %v: %d prepared, %d fail plainly, problems %v; want 8, 0, none", host, sum.Prepared, sum.FailPlain, sum.Problems)
+		}
+		if host && (sum.NetNS != 0 || sum.Alone < 1) || !host && (sum.NetNS < 1 || sum.Alone != 0) {
+			t.Errorf("host network %v: %d processes, %d beside another, %d in a namespace of their own, %d again alone", host, sum.Procs, sum.Beside, sum.NetNS, sum.Alone)
+		}
+	}
 }
 
 // TestSpreadRunsAgainAlone: prepare cuts the package run into two

@@ -52,6 +52,12 @@ type Tests struct {
 	// Parallel, more of a package's tests start while a CPU is idle
 	// (gate.go). At most Parallel: none beyond them.
 	Procs int
+	// HostNetwork keeps every test process on the host's network. By
+	// default a process that starts while another test process of its
+	// package runs gets a network namespace of its own with only
+	// loopback, where the system allows it (Linux), so that tests
+	// listening on fixed ports do not collide (gate.go).
+	HostNetwork bool
 	// RetryFailing runs tests that failed or hung without delays on the
 	// same build again (by default they are remembered and skipped).
 	RetryFailing bool

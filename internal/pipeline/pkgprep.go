@@ -136,14 +136,14 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 		var tw sync.WaitGroup
 		defer tw.Wait() // the chunk that took tests from this one
 		p.alone.RLock() // a run that must be alone waits for the chunk
-		beside := s.track(pkg, func() {
+		beside := s.track(pkg, func(netns bool) {
 			stop := st.watch(s.gate, cancel, func(rest []string) {
 				tw.Go(func() {
 					defer s.gate.release()
 					runChunk(rest, name+"."+strconv.FormatInt(thieves.Add(1), 10))
 				})
 			})
-			c, err = runPackage(cctx, s, o, pkg, tests, name)
+			c, err = runPackage(cctx, s, o, pkg, tests, name, netns)
 			stop()
 		})
 		p.alone.RUnlock()
@@ -208,8 +208,9 @@ func runChunks(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild
 }
 
 // runPackage runs tests of pkg in one recording process named name and
-// splits its spill file into the tests' raw traces.
-func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string, name string) (*pkgRun, error) {
+// splits its spill file into the tests' raw traces; netns runs it in a
+// network namespace of its own (testrun.Run.NetNS).
+func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuild, tests []string, name string, netns bool) (*pkgRun, error) {
 	ip := pkg.ImportPath
 	raw := s.ws.RawTracePath(ip, name)
 	if err := os.MkdirAll(filepath.Dir(raw), 0o755); err != nil {
@@ -229,6 +230,7 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 		Timeout: o.Timeout,
 		Output:  s.ws.LogPath(ip, name, "prepare.log"),
 		Extra:   o.binaryArgs(),
+		NetNS:   netns,
 	}.Start(ctx)
 	if err != nil && !(ctx.Err() != nil && res.Output != "") {
 		return nil, err

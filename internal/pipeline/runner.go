@@ -106,6 +106,9 @@ type session struct {
 	shares *shares
 	// gate admits test processes beyond the workers' (gate.go).
 	gate *gate
+	// netns gives a test process that starts beside another of its
+	// package a network namespace of its own (session.track).
+	netns bool
 	mu   sync.Mutex
 	// resumes are where the detection runs of tests stopped by errBeside
 	// go on (gate.go).
@@ -140,6 +143,13 @@ func (w workflow) run(ctx context.Context) (*session, error) {
 	s := &session{ws: ws, sum: new(Summary), unlock: unlock}
 	if w.tests != nil {
 		s.gate = newGate(w.tests.Parallel, w.tests.Procs)
+		if s.gate.admits() && !w.tests.HostNetwork {
+			ok, err := testrun.NetNSAvailable()
+			s.netns = ok
+			if !ok && w.common.Verbose {
+				fmt.Fprintf(w.common.Stderr, "wafl: test processes beside others share the host's network: %v\n", err)
+			}
+		}
 	}
 	if s.pkgs, err = build(ctx, w.common, w.packages, w.tests, ws, s.sum); err != nil {
 		if ctx.Err() != nil {

@@ -70,8 +70,9 @@ type Summary struct {
 	StaticDelays, StaticPlans, StaticLeftPlans int
 	// Beside are the test processes that ran while another test of
 	// their package ran (gate.go), of Procs started, at most Peak at
-	// once; Alone those of them that failed or hung and ran again alone.
-	Beside, Procs, Peak, Alone int
+	// once; Alone those of them that failed or hung and ran again alone;
+	// NetNS those that ran in a network namespace of their own.
+	Beside, Procs, Peak, Alone, NetNS int
 	// SharedPairs are the candidate pairs live in more than TestsPerPair
 	// tests of their package, each delayed in that many (share.go);
 	// SharedOut the tests detect did not delay since each of their pairs
@@ -180,8 +181,12 @@ func (s *Summary) Print(w io.Writer, detect bool) {
 		}
 	}
 	if s.Beside > 0 {
-		fmt.Fprintf(w, "spread:   %d of %s ran beside another test of their package while CPUs were idle, at most %d at once; %s failed there and ran again alone\n",
-			s.Beside, plural(s.Procs, "test process", "test processes"), s.Peak, plural(s.Alone, "run", "runs"))
+		netns := ""
+		if s.NetNS > 0 {
+			netns = fmt.Sprintf(" (%d in a network namespace of their own)", s.NetNS)
+		}
+		fmt.Fprintf(w, "spread:   %d of %s ran beside another test of their package while CPUs were idle%s, at most %d at once; %s failed there and ran again alone\n",
+			s.Beside, plural(s.Procs, "test process", "test processes"), netns, s.Peak, plural(s.Alone, "run", "runs"))
 	}
 	if len(s.Problems) > 0 {
 		probs := append([]Problem(nil), s.Problems...)

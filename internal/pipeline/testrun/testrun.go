@@ -34,6 +34,11 @@ type Run struct {
 	Timeout   time.Duration
 	Output    string   // file receiving the combined stdout and stderr
 	Extra     []string // more test binary flags (-test.short, -test.cpu)
+	// NetNS starts the process in a network namespace of its own, with
+	// only a loopback interface, where the system allows it (Linux; see
+	// NetNSAvailable): its ports do not collide with those of processes
+	// running beside it.
+	NetNS bool
 }
 
 // Result is how a test process ended.
@@ -42,6 +47,8 @@ type Result struct {
 	TimedOut bool
 	Duration time.Duration
 	Output   string // path of the combined output
+	// NetNS says the process ran in a network namespace of its own.
+	NetNS bool
 }
 
 // Start runs the test binary on exactly one top-level test and waits for
@@ -64,11 +71,12 @@ func (r Run) Start(ctx context.Context) (Result, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	setProcessGroup(cmd)
+	netns := r.NetNS && isolate(cmd)
 	cmd.Cancel = func() error { return killProcessGroup(cmd) }
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err = cmd.Run()
-	res := Result{Duration: time.Since(start), Output: r.Output}
+	res := Result{Duration: time.Since(start), Output: r.Output, NetNS: netns}
 	// Processes the test started and left behind die with the run.
 	_ = killProcessGroup(cmd)
 	if ctx.Err() == context.DeadlineExceeded {

@@ -22,6 +22,7 @@ func helperBinary(t *testing.T) (bin, dir string) {
 		"h_test.go": `package h
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -41,6 +42,24 @@ func TestHang(t *testing.T) {
 		os.WriteFile(os.Getenv("H_PIDFILE"), []byte{}, 0o644)
 	}
 	select {}
+}
+func TestListen(t *testing.T) {
+	// A fixed port, as many tests have: taken by whoever listens first.
+	l, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("H_PORT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }
 func BenchmarkX(b *testing.B) {}
 `,
@@ -73,7 +92,7 @@ func TestListAndRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang"; got != want {
+		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang,TestListen"; got != want {
 			t.Errorf("List(hash %q) = %s, want %s", hash, got, want)
 		}
 		if tests, _, _ = List(ctx, bin, hash, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
@@ -90,7 +109,7 @@ func TestListAndRun(t *testing.T) {
 	if tests, _, _ := List(ctx, bin, "sha256:2", dir, "", ""); strings.Join(tests, ",") != "TestStale" {
 		t.Errorf("listTests from the cache = %v, want TestStale", tests)
 	}
-	if tests, _, _ := List(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang" {
+	if tests, _, _ := List(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang,TestListen" {
 		t.Errorf("listTests of another binary hash = %v", tests)
 	}
 

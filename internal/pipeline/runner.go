@@ -109,7 +109,7 @@ type session struct {
 	// netns gives a test process that starts beside another of its
 	// package a network namespace of its own (session.track).
 	netns bool
-	mu   sync.Mutex
+	mu    sync.Mutex
 	// resumes are where the detection runs of tests stopped by errBeside
 	// go on (gate.go).
 	resumes map[job]resume

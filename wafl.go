@@ -44,7 +44,7 @@ github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261/go.mod h1:pxMtw7c
 // user's build selects them), and nothing else. TestRuntimeFS names any
 // file to add or remove here.
 //
-//go:embed hook/before.go hook/checks.go hook/doc.go hook/entry.go hook/hook.go hook/tests.go
+//go:embed hook/before.go hook/checks.go hook/doc.go hook/entry.go hook/hook.go hook/netns_linux.go hook/netns_other.go hook/tests.go
 //go:embed abi/ablation.go abi/doc.go abi/entry.go abi/env.go abi/hash.go abi/op.go abi/raw.go abi/runlog.go abi/stamp.go abi/stamp_linux.go abi/stamp_other.go
 //go:embed lcc/doc.go lcc/forest.go lcc/lcc.go lcc/token.go
 //go:embed record/doc.go record/recorder.go record/time.go

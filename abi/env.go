@@ -17,6 +17,10 @@ const (
 	// EnvThin set to "off" makes the recorder keep every use row
 	// (record's thinning off).
 	EnvThin = "WAFL_THIN"
+	// EnvNetNS, set (to any value), says that the process started in a
+	// network namespace of its own: the runtime brings its loopback
+	// interface up before any instrumented package initializes (Linux).
+	EnvNetNS = "WAFL_NETNS"
 )
 
 // Values of EnvMode.
@@ -39,6 +43,10 @@ const (
 	// WAFL_MODE, no or unwritable WAFL_TRACE). The cause is on standard
 	// error, prefixed "wafl runtime:".
 	ExitRecordSetup = 2
+	// ExitNetNS: the process could not bring up the loopback interface of
+	// its network namespace (EnvNetNS). The cause is on standard error,
+	// prefixed "wafl runtime:".
+	ExitNetNS = 4
 )
 
 // Env returns "NAME=value", for building a child's environment.

@@ -52,6 +52,13 @@ var mode atomic.Uint32
 func CurrentMode() Mode { return Mode(mode.Load()) }
 
 func init() {
+	if _, ok := os.LookupEnv(abi.EnvNetNS); ok {
+		os.Unsetenv(abi.EnvNetNS)
+		if err := loopbackUp(); err != nil {
+			fmt.Fprintf(os.Stderr, "wafl runtime: bringing up loopback in a network namespace of its own: %v\n", err)
+			os.Exit(abi.ExitNetNS)
+		}
+	}
 	m := os.Getenv(abi.EnvMode)
 	if m == "" {
 		return

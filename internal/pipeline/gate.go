@@ -211,7 +211,7 @@ func (s *session) startOnce(ctx context.Context, pkg *pkgBuild, tr testrun.Run) 
 	p := &pkg.procs
 	p.alone.RLock()
 	beside := s.track(pkg, func(netns bool) {
-		tr.NetNS = netns
+		tr.NetNS, tr.Instrumented = netns, true
 		res, err = tr.Start(ctx)
 	})
 	p.alone.RUnlock()

@@ -231,6 +231,8 @@ func runPackage(ctx context.Context, s *session, o *PrepareOptions, pkg *pkgBuil
 		Output:  s.ws.LogPath(ip, name, "prepare.log"),
 		Extra:   o.binaryArgs(),
 		NetNS:   netns,
+		// An instrumented binary brings its namespace's loopback up.
+		Instrumented: true,
 	}.Start(ctx)
 	if err != nil && !(ctx.Err() != nil && res.Output != "") {
 		return nil, err

@@ -8,16 +8,20 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memorder/wafl/abi"
 )
 
 // A run with NetNS set starts in a network namespace of its own: the
 // process is cloned into a new namespace (and, for a user without
-// CAP_SYS_ADMIN, a new user namespace mapping only its own ids), starts
-// as the executable that started it (wafl, or a test binary linking this
-// package) with envNetns set, brings the namespace's loopback interface
-// up and replaces itself with the test binary (netnsExec). The test
-// binary then binds 127.0.0.1 and ::1 ports and abstract Unix sockets
-// that no other process sees.
+// CAP_SYS_ADMIN, a new user namespace mapping only its own ids). An
+// instrumented test binary brings the namespace's loopback interface up
+// itself, first thing in its runtime's init (abi.EnvNetNS, package hook);
+// any other binary starts through a helper: the executable that started
+// it (wafl, or a test binary linking this package) with envNetns set,
+// which brings loopback up and replaces itself with the test binary
+// (netnsExec). The test binary then binds 127.0.0.1 and ::1 ports and
+// abstract Unix sockets that no other process sees.
 
 // envNetns marks the helper process; its value is unused.
 const envNetns = "WAFL_NETNS_EXEC"
@@ -118,12 +122,19 @@ func NetNSAvailable() (bool, error) {
 	return attr != nil, err
 }
 
-// isolate makes cmd start in a network namespace of its own through the
-// helper, when the system allows it; it reports whether it did.
-func isolate(cmd *exec.Cmd) bool {
+// isolate makes cmd start in a network namespace of its own, when the
+// system allows it, bringing its loopback up itself (selfUp: a binary
+// linking wafl's runtime, given abi.EnvNetNS) or through the helper; it
+// reports whether it did.
+func isolate(cmd *exec.Cmd, selfUp bool) bool {
 	attr, _ := netns()
 	if attr == nil {
 		return false
+	}
+	if selfUp {
+		cmd.Env = append(cmd.Env, abi.Env(abi.EnvNetNS, "1"))
+		cmd.SysProcAttr = attr()
+		return true
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -39,6 +39,10 @@ type Run struct {
 	// NetNSAvailable): its ports do not collide with those of processes
 	// running beside it.
 	NetNS bool
+	// Instrumented says the binary links wafl's runtime, which brings up
+	// a network namespace's loopback itself (abi.EnvNetNS): a run with
+	// NetNS then needs no helper process.
+	Instrumented bool
 }
 
 // Result is how a test process ended.
@@ -71,7 +75,7 @@ func (r Run) Start(ctx context.Context) (Result, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	setProcessGroup(cmd)
-	netns := r.NetNS && isolate(cmd)
+	netns := r.NetNS && isolate(cmd, r.Instrumented)
 	cmd.Cancel = func() error { return killProcessGroup(cmd) }
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()

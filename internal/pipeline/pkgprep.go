@@ -366,7 +366,8 @@ func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int, res
 // A chunk's tests run one after another in its process. When the test it
 // runs has taken stealAfter, at least stealLeft tests are still to begin
 // and a CPU is idle (the gate admits a process), the chunk gives the
-// latter half of the tests it has not begun to a chunk of their own, which
+// latter half of the tests it has not begun (its last one, when one is
+// left: a long test followed by another long one) to a chunk of their own, which
 // runs beside it, and its process is stopped when it begins one of them:
 // its tests that ended are kept as in any interrupted package run
 // (runPackage). Tests that sleep or wait for timers then do not wait for
@@ -375,7 +376,7 @@ func logSplit(path string, res testrun.Result, st *split.Stats, kept, n int, res
 // CPU to start, record and split: a package of short tests gives none.
 const (
 	stealAfter = 2 * time.Second
-	stealLeft  = 2
+	stealLeft  = 1
 	stealPoll  = 250 * time.Millisecond
 )
 

@@ -31,7 +31,7 @@ func TestT4(t *testing.T) { sleepy() }
 `
 
 // TestChunkGivesTestsAway: a chunk whose test has run stealAfter while a
-// CPU is idle and two or more tests are still to begin gives the latter half of the tests it has not begun to a chunk of
+// CPU is idle and a test or more is still to begin gives the latter half of the tests it has not begun to a chunk of
 // their own; its process stops when it begins one of them. Every test is
 // prepared once, from a package run, none again alone.
 func TestChunkGivesTestsAway(t *testing.T) {

@@ -251,6 +251,8 @@ type Run struct {
 	Pruned         int    `json:"pruned"`  // pairs pruned by HB inference
 	Outcome        string `json:"outcome"` // "pass", "bug", "fail", "timeout"
 	DurationNs     int64  `json:"duration_ns"`
+	// CPUNs is the user and system time of the run's test process.
+	CPUNs int64 `json:"cpu_ns,omitempty"`
 	// Beside is how many of the test's runs started side by side with
 	// this one, itself included, all reading the plan as it was then
 	// (a long test's runs after its first); 0 for a run alone. Runs side

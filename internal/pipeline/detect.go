@@ -619,7 +619,7 @@ func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *pl
 		Args: tr.Args(),
 		Env:  env, Run: r.n, Seed: r.seed,
 		LogPath: logPath, CrashPath: crashPath, Stderr: output,
-		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
+		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration, CPU: res.CPU,
 		// saveBundle replaces it with 'wafl reproduce REPORT'.
 		Reproduce: fmt.Sprintf("%s detect --runs 1 --seed %d --run '^%s$' %s", o.Self, r.seed, test, pkg),
 	})

@@ -234,7 +234,7 @@ func (rp *replay) run(ctx context.Context, base string) (*report.RunResult, bool
 		Package: b.Package, Test: b.Test, Binary: pb.Binary, Args: tr.Args(),
 		Env: env, Run: b.Run, Seed: b.Seed,
 		LogPath: logPath, CrashPath: crashPath, Stderr: output,
-		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration,
+		ExitCode: res.ExitCode, Killed: res.TimedOut && res.ExitCode == -1, Duration: res.Duration, CPU: res.CPU,
 	})
 	if err != nil {
 		return nil, false, err

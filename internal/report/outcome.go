@@ -49,6 +49,7 @@ type RunInput struct {
 	// Killed is set when the CLI killed the run at its timeout.
 	Killed   bool
 	Duration time.Duration
+	CPU      time.Duration // user and system time of the test process
 	// Reproduce, when set, is the wafl command line that repeats the run;
 	// by default it is built from Package, Test and Seed.
 	Reproduce string
@@ -218,7 +219,7 @@ func failedTests(out []byte) string {
 
 func runRecord(in RunInput, res *RunResult) plans.Run {
 	lg := res.Log
-	r := plans.Run{N: in.Run, Seed: in.Seed, Outcome: string(res.Status), DurationNs: int64(in.Duration)}
+	r := plans.Run{N: in.Run, Seed: in.Seed, Outcome: string(res.Status), DurationNs: int64(in.Duration), CPUNs: int64(in.CPU)}
 	if r.Outcome == string(SetupFailed) {
 		r.Outcome = string(Fail)
 	}

@@ -50,7 +50,10 @@ type Result struct {
 	ExitCode int
 	TimedOut bool
 	Duration time.Duration
-	Output   string // path of the combined output
+	// CPU is the user and system time of the process and the children
+	// it waited for.
+	CPU    time.Duration
+	Output string // path of the combined output
 	// NetNS says the process ran in a network namespace of its own.
 	NetNS bool
 }
@@ -81,6 +84,9 @@ func (r Run) Start(ctx context.Context) (Result, error) {
 	start := time.Now()
 	err = cmd.Run()
 	res := Result{Duration: time.Since(start), Output: r.Output, NetNS: netns}
+	if ps := cmd.ProcessState; ps != nil {
+		res.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	// Processes the test started and left behind die with the run.
 	_ = killProcessGroup(cmd)
 	if ctx.Err() == context.DeadlineExceeded {

@@ -22,6 +22,7 @@ func helperBinary(t *testing.T) (bin, dir string) {
 		"h_test.go": `package h
 
 import (
+	"crypto/sha256"
 	"net"
 	"os"
 	"os/exec"
@@ -61,6 +62,15 @@ func TestListen(t *testing.T) {
 	}
 	c.Close()
 }
+func TestBusy(t *testing.T) {
+	// A fixed amount of work, tens of milliseconds of CPU however busy
+	// the machine: the run's CPU time.
+	sum := sha256.Sum256(nil)
+	for range 1 << 20 {
+		sum = sha256.Sum256(sum[:])
+	}
+	_ = sum
+}
 func BenchmarkX(b *testing.B) {}
 `,
 	}
@@ -92,7 +102,7 @@ func TestListAndRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang,TestListen"; got != want {
+		if got, want := strings.Join(tests, ","), "TestPass,TestFail,TestHang,TestListen,TestBusy"; got != want {
 			t.Errorf("List(hash %q) = %s, want %s", hash, got, want)
 		}
 		if tests, _, _ = List(ctx, bin, hash, dir, "Pass|Fail", ""); strings.Join(tests, ",") != "TestPass,TestFail" {
@@ -109,7 +119,7 @@ func TestListAndRun(t *testing.T) {
 	if tests, _, _ := List(ctx, bin, "sha256:2", dir, "", ""); strings.Join(tests, ",") != "TestStale" {
 		t.Errorf("listTests from the cache = %v, want TestStale", tests)
 	}
-	if tests, _, _ := List(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang,TestListen" {
+	if tests, _, _ := List(ctx, bin, "sha256:3", dir, "", "SkipMe"); strings.Join(tests, ",") != "TestPass,TestFail,TestHang,TestListen,TestBusy" {
 		t.Errorf("listTests of another binary hash = %v", tests)
 	}
 
@@ -124,6 +134,11 @@ func TestListAndRun(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(out); !bytes.Contains(data, []byte("boom")) {
 		t.Errorf("output lacks the failure:\n%s", data)
+	}
+	// A test that hashes for tens of milliseconds of CPU.
+	res, err = Run{Binary: bin, Dir: dir, Test: "TestBusy", Timeout: time.Minute, Output: out}.Start(ctx)
+	if err != nil || res.ExitCode != 0 || res.CPU < 10*time.Millisecond || res.CPU > res.Duration*4 {
+		t.Errorf("TestBusy: %+v, %v; want exit 0 and a CPU time of its spin", res, err)
 	}
 }
 

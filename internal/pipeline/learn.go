@@ -408,7 +408,7 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		// The run's own delays are taken out of the trace's times: a gap
 		// they stretched would give the new pair a delay as long as
 		// theirs, and the next run's delays would grow on it.
-		fresh, _, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan, runPauses(rr.Log))
+		fresh, _, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan, runPauses(rr.Log), false)
 		if err != nil {
 			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
 		}

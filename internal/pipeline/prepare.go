@@ -198,11 +198,12 @@ func analyzeRun(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j 
 // long the test ran (0: not known); runLog, when not "", the run's
 // output, which names the subtests that ran (plans.Subtests).
 func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw string, dropped int64, d time.Duration, runLog string) (*plans.Plan, *analyze.Stats, error) {
-	plan, stats, subs, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(j.pkg.ImportPath, j.test), nil, nil)
+	withSubs := ranSubtests(runLog, j.test)
+	plan, stats, subs, err := analyzeTrace(ctx, ws, params, j, raw, ws.TracePath(j.pkg.ImportPath, j.test), nil, nil, withSubs)
 	if err != nil {
 		return nil, nil, err
 	}
-	if subs != nil && runLog != "" {
+	if subs != nil && withSubs {
 		plan.SetSubtests(subtestsOf(subs, j.test, runLog))
 	}
 	if stats != nil {
@@ -219,9 +220,9 @@ func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 // analyzeTrace converts the raw spill file raw of test j into the Arrow
 // trace arrows, removes raw and analyzes the trace into a plan, which it
 // returns without saving it. known, if not nil, is the plan the result
-// will extend (analyze.Options.Known), and which subtest each site ran
-// under, nil when no subtest was marked.
-func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
+// will extend (analyze.Options.Known), and, when subs says the run ran
+// subtests, which subtest each site ran under (nil when none was marked).
+func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses, subs bool) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
@@ -232,7 +233,13 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if err := split.StripInPlace(raw); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
 	}
-	_, subs, err := trace.ConvertSubtests(raw, arrows, meta, pauses)
+	var subtests *trace.Subtests
+	var err error
+	if subs {
+		_, subtests, err = trace.ConvertSubtests(raw, arrows, meta, pauses)
+	} else {
+		_, err = trace.ConvertWithout(raw, arrows, meta, pauses)
+	}
 	if err != nil && !errors.Is(err, trace.ErrTruncated) {
 		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
 	}
@@ -267,7 +274,7 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		plan.SetForks(max(stats.Forks-1, 0) + int64(stats.Unstarted))
 		plan.SetStaticLeft(stats.StaticLeft)
 	}
-	return plan, stats, subs, nil
+	return plan, stats, subtests, nil
 }
 
 // disposedBefore reports whether the spill file raw shows goroutine g's

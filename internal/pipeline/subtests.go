@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/memorder/wafl/abi"
 	"github.com/memorder/wafl/internal/trace"
@@ -21,6 +22,58 @@ import (
 
 // maxSubtests bounds the first-level subtests a plan names.
 const maxSubtests = 256
+
+// ranSubtests says whether the run with output runLog ran a subtest of
+// test: only then does the conversion of its trace work out which
+// subtest reached which site (a map entry per goroutine and site, the
+// larger part of converting the trace of a test with many goroutines).
+// The tests with subtests of a log are read once and kept (package runs
+// share one log among their tests).
+func ranSubtests(runLog, test string) bool {
+	if runLog == "" {
+		return false
+	}
+	fi, err := os.Stat(runLog)
+	if err != nil {
+		return false
+	}
+	key := subtestLogKey{runLog, fi.Size(), fi.ModTime().UnixNano()}
+	if v, ok := subtestLogs.Load(key); ok {
+		return v.(map[string]bool)[test]
+	}
+	with := map[string]bool{}
+	f, err := os.Open(runLog)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "=== RUN   "); ok {
+			if top, _, sub := strings.Cut(name, "/"); sub {
+				with[top] = true
+			}
+		}
+	}
+	if sc.Err() != nil {
+		// A line too long to read: assume subtests, as the conversion
+		// did before this check.
+		return true
+	}
+	subtestLogs.Store(key, with)
+	return with[test]
+}
+
+// subtestLogKey is a run log as ranSubtests read it.
+type subtestLogKey struct {
+	path        string
+	size, mtime int64
+}
+
+// subtestLogs are the tests with subtests of each run log read, by
+// subtestLogKey.
+var subtestLogs sync.Map
 
 // subtestsOf returns the plan's record of the subtests of test that the
 // run with output runLog ran (go test -v: "=== RUN   TestX/name" for

@@ -94,3 +94,27 @@ func TestDetectRunsSomeSubtests(t *testing.T) {
 			seq.Runs, seq.Subtests.Whole)
 	}
 }
+
+// TestRanSubtests: a run log names the tests that ran subtests; a log
+// read before is read again once it changed.
+func TestRanSubtests(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "run.log")
+	if err := os.WriteFile(log, []byte("=== RUN   TestA\n=== RUN   TestA/x\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- PASS: TestB (0.00s)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !ranSubtests(log, "TestA") || ranSubtests(log, "TestB") || ranSubtests(log, "TestC") {
+		t.Errorf("TestA %v, TestB %v, TestC %v; want true, false, false", ranSubtests(log, "TestA"), ranSubtests(log, "TestB"), ranSubtests(log, "TestC"))
+	}
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("=== RUN   TestC\n=== RUN   TestC/y/z\n")
+	f.Close()
+	if !ranSubtests(log, "TestC") {
+		t.Error("TestC after the log grew: false; want true")
+	}
+	if ranSubtests(filepath.Join(t.TempDir(), "none.log"), "TestA") || ranSubtests("", "TestA") {
+		t.Error("a log that does not exist names subtests")
+	}
+}

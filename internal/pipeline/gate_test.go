@@ -176,7 +176,10 @@ import (
 	"time"
 )
 
-` + takeSrc + `
+` + takeSrc + lockTests
+
+// lockTests are the tests of lockSrc, given take.
+const lockTests = `
 func TestA(t *testing.T) {
 	if !take(t) {
 		t.Fatal("lock held")
@@ -215,6 +218,31 @@ func TestQ1(t *testing.T) {}
 func TestQ2(t *testing.T) {}
 func TestQ3(t *testing.T) {}
 `
+
+// portSrc is lockSrc with a fixed TCP port (PORT) for the lock: take
+// listens on it and keeps it until the process ends (the file "lock"
+// only says that it did).
+const portSrc = `package port
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+var held net.Listener
+
+func take(t *testing.T) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:PORT")
+	if err != nil {
+		return false
+	}
+	held = l
+	os.WriteFile("lock", nil, 0o644)
+	return true
+}
+` + lockTests
 
 // prepareSpread prepares module example.com/name, one package of eight
 // tests in src, with the package run cut into two chunks that run side
@@ -260,59 +288,9 @@ func prepareIdleWith(t *testing.T, name, src string, tests Tests) (*Summary, Pre
 	return sum, o
 }
 
-// portSrc is lockSrc with a fixed TCP port (PORT) for the lock: TestA
-// listens on it until TestB has tried to (or 20 seconds passed), TestB
-// fails when it cannot listen on it too.
-const portSrc = `package port
-
-import (
-	"net"
-	"os"
-	"testing"
-	"time"
-)
-
-func TestA(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:PORT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	os.WriteFile("a-holds", nil, 0o644)
-	defer os.WriteFile("a-done", nil, 0o644)
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat("b-tried"); err == nil {
-			return
-		}
-	}
-}
-
-func TestP1(t *testing.T) {}
-func TestP2(t *testing.T) {}
-func TestP3(t *testing.T) {}
-
-func TestB(t *testing.T) {
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat("a-holds"); err == nil {
-			break
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:PORT")
-	os.WriteFile("b-tried", nil, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-}
-
-func TestQ1(t *testing.T) {}
-func TestQ2(t *testing.T) {}
-func TestQ3(t *testing.T) {}
-`
-
 // TestSpreadNetNS: the chunks of portSrc run side by side, the second in
-// a network namespace of its own, so TestB listens on the port TestA
-// holds and nothing runs again alone; with --host-network TestB fails
+// a network namespace of its own, so TestB listens on the port TestA's
+// process holds and nothing runs again alone; with --host-network TestB fails
 // beside TestA and runs again alone.
 func TestSpreadNetNS(t *testing.T) {
 	if ok, err := testrun.NetNSAvailable(); !ok {

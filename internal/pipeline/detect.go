@@ -476,13 +476,19 @@ func detectPlan(ctx context.Context, s *session, o *DetectOptions, j job) (*plan
 	return plan, known, err
 }
 
+// recheckTries is how often recheckBugs replays a known bug on a changed
+// build before it forgets the bug: a replay repeats the delays, not the
+// schedule around them, so one replay of a real bug can pass.
+const recheckTries = 3
+
 // recheckBugs replays, on the test's new build, each bug that detection
 // found on the previous one: the run that exposed it, with its plan copy
 // mapped onto the new sites, its seed and run number (as 'wafl
-// reproduce' does). A bug that shows again stays known, reported with
-// this build's report and recorded in the new plan; one whose replay
-// passes is forgotten, and the progress output says so. A fix therefore
-// turns a detect green only once the delays that exposed the bug pass.
+// reproduce' does), up to recheckTries times. A bug that shows again stays
+// known, reported with this build's report and recorded in the new plan;
+// one whose replays all pass is forgotten, and the progress output says
+// so. A fix therefore turns a detect green only once the delays that
+// exposed the bug pass.
 func recheckBugs(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, bugs []*report.Bug) ([]*report.Bug, error) {
 	if len(bugs) == 0 {
 		return nil, nil
@@ -501,13 +507,20 @@ func recheckBugs(ctx context.Context, s *session, o *DetectOptions, j job, plan 
 		if err != nil {
 			return nil, fmt.Errorf("replaying %s on the changed build: %w", what, err)
 		}
-		base := s.ws.LogPath(pkg, test, fmt.Sprintf("recheck-run%d", b.Run))
-		rr, same, err := rp.run(ctx, base)
-		if err != nil {
-			return nil, fmt.Errorf("replaying %s on the changed build: %w", what, err)
+		var (
+			base string
+			rr   *report.RunResult
+			same bool
+		)
+		for k := 1; k <= recheckTries && !same; k++ {
+			base = s.ws.LogPath(pkg, test, fmt.Sprintf("recheck-run%d-%d", b.Run, k))
+			if rr, same, err = rp.run(ctx, base); err != nil {
+				return nil, fmt.Errorf("replaying %s on the changed build: %w", what, err)
+			}
 		}
 		if !same {
-			s.prog.Printf("%s: the delays that exposed it, replayed on the changed build, showed %s: forgotten\n", what, rp.verdict(rr, false))
+			s.prog.Printf("%s: the delays that exposed it, replayed %d times on the changed build, showed %s: forgotten\n",
+				what, recheckTries, rp.verdict(rr, false))
 			continue
 		}
 		if err := saveBundle(s.ws, o.Self, j, base+".plan.json", rp.plan, rp.tab, rr.Bug); err != nil {

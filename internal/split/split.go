@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -72,7 +73,6 @@ type Stats struct {
 	Epilogue     int64 // events after the last test, copied to every test
 	Shared       int64 // unowned events given to more than one test
 	Unattributed int64 // unowned events outside every window, dropped
-	Unknown      int64 // events of marked tests not in the list, dropped
 	Truncated    bool  // the spill file ends inside a batch (a crashed run)
 	Tests        map[string]*TestStats
 
@@ -91,6 +91,7 @@ func (s *Stats) Owner(g uint64) string {
 
 type window struct {
 	test       string
+	ti         int // index of test in Split's tests
 	root       uint64
 	begin, end int64 // end: math.MaxInt64 until the end mark
 }
@@ -100,31 +101,39 @@ type window struct {
 // it (package doc). A file cut inside a batch (a crashed run) is split up
 // to the cut; Stats.Truncated says so.
 func Split(raw string, tests []string, out func(test string) string) (*Stats, error) {
-	byID := make(map[uint64]string, len(tests))
+	byID := make(map[uint64]int, len(tests))
 	st := &Stats{Tests: make(map[string]*TestStats, len(tests)), owner: map[uint64]int{}}
+	tstats := make([]*TestStats, 0, len(tests)) // by index into tests
+	uniq := make([]string, 0, len(tests))       // a test listed twice is split once
 	for _, t := range tests {
-		byID[abi.TestID(t)] = t
-		st.Tests[t] = &TestStats{Name: t}
+		if _, dup := st.Tests[t]; dup {
+			continue
+		}
+		byID[abi.TestID(t)] = len(uniq)
+		tstats = append(tstats, &TestStats{Name: t})
+		st.Tests[t] = tstats[len(uniq)]
+		uniq = append(uniq, t)
 	}
+	tests = uniq
 	// Pass 1: the windows and the fork rows.
 	parent := map[uint64]uint64{}
 	err := scan(raw, st, func(e *abi.RawEvent) {
 		switch e.Op {
 		case abi.OpTestBegin:
 			st.Marks++
-			name, ok := byID[e.Obj]
+			ti, ok := byID[e.Obj]
 			if !ok {
 				return
 			}
-			st.wins = append(st.wins, window{test: name, root: e.G, begin: e.Time, end: math.MaxInt64})
-			ts := st.Tests[name]
+			st.wins = append(st.wins, window{test: tests[ti], ti: ti, root: e.G, begin: e.Time, end: math.MaxInt64})
+			ts := tstats[ti]
 			if ts.Runs == 0 {
 				ts.Begin = e.Time
 			}
 			ts.Runs++
 		case abi.OpTestEnd:
 			st.Marks++
-			name, ok := byID[e.Obj]
+			ti, ok := byID[e.Obj]
 			if !ok {
 				return
 			}
@@ -132,7 +141,7 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 			best := -1
 			for i := range st.wins {
 				w := &st.wins[i]
-				if w.test == name && w.end == math.MaxInt64 && (best < 0 || w.root == e.G) {
+				if w.ti == ti && w.end == math.MaxInt64 && (best < 0 || w.root == e.G) {
 					best = i
 				}
 			}
@@ -140,7 +149,7 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 				st.wins[best].end = e.Time
 			}
 			if e.Site != 0 {
-				st.Tests[name].Failed = true
+				tstats[ti].Failed = true
 			}
 		case abi.OpFork:
 			if _, dup := parent[e.Obj]; !dup {
@@ -212,13 +221,13 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 		st.owner[r] = w
 	}
 
-	ws := make(map[string]*writer, len(tests))
-	for _, t := range tests {
+	ws := make([]*writer, len(tests)) // by index into tests
+	for i, t := range tests {
 		w, err := newWriter(out(t))
 		if err != nil {
 			return nil, err
 		}
-		ws[t] = w
+		ws[i] = w
 	}
 	// Windows sorted by begin, for the unowned events' lookups.
 	order := make([]int, len(st.wins))
@@ -228,18 +237,16 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 	sort.Slice(order, func(a, b int) bool { return st.wins[order[a]].begin < st.wins[order[b]].begin })
 	grace := Grace.Nanoseconds()
 	var werr error
-	emit := func(test string, e abi.RawEvent) {
-		w := ws[test]
-		if w == nil {
-			st.Unknown++
-			return
-		}
-		st.Tests[test].Events++
-		if err := w.add(e); err != nil && werr == nil {
+	emit := func(ti int, e abi.RawEvent) {
+		tstats[ti].Events++
+		if err := ws[ti].add(e); err != nil && werr == nil {
 			werr = err
 		}
 	}
-	var hit []string
+	var hit []int
+	// The owner of the last event's goroutine: a spill file holds runs of
+	// one goroutine's events (each thread's buffer in program order).
+	lastKey, lastOwner := uint64(0), -2
 	// Pass 2: every event to its tests.
 	err = scan(raw, st, func(e *abi.RawEvent) {
 		st.Events++
@@ -250,13 +257,16 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 		if e.Op == abi.OpFork {
 			key = e.Obj // a fork row goes with its child
 		}
-		if wi := ownerOf(key); wi >= 0 {
-			w := st.wins[wi]
+		if key != lastKey || lastOwner == -2 {
+			lastKey, lastOwner = key, ownerOf(key)
+		}
+		if wi := lastOwner; wi >= 0 {
+			w := &st.wins[wi]
 			if w.end != math.MaxInt64 && e.Time > w.end+grace {
-				st.Tests[w.test].Late++
+				tstats[w.ti].Late++
 				return
 			}
-			emit(w.test, *e)
+			emit(w.ti, *e)
 			return
 		}
 		switch {
@@ -264,20 +274,20 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 			st.Unattributed++
 		case e.Time < firstBegin:
 			st.Prologue++
-			for t, ts := range st.Tests {
+			for ti, ts := range tstats {
 				if ts.Runs > 0 {
 					c := *e
 					c.Time += ts.Begin - firstBegin
-					emit(t, c)
+					emit(ti, c)
 				}
 			}
 		case lastEnd != math.MaxInt64 && e.Time > lastEnd:
 			st.Epilogue++
-			for t, ts := range st.Tests {
+			for ti, ts := range tstats {
 				if ts.Ended {
 					c := *e
 					c.Time -= lastEnd - ts.End
-					emit(t, c)
+					emit(ti, c)
 				}
 			}
 		default:
@@ -289,15 +299,15 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 					break
 				}
 				if e.Time <= w.end {
-					if !contains(hit, w.test) {
-						hit = append(hit, w.test)
+					if !slices.Contains(hit, w.ti) {
+						hit = append(hit, w.ti)
 					}
 				} else if latest < 0 || w.end > st.wins[latest].end {
 					latest = i
 				}
 			}
 			if len(hit) == 0 && latest >= 0 && e.Time-st.wins[latest].end <= grace {
-				hit = append(hit, st.wins[latest].test)
+				hit = append(hit, st.wins[latest].ti)
 			}
 			switch len(hit) {
 			case 0:
@@ -306,8 +316,8 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 			default:
 				st.Shared++
 			}
-			for _, t := range hit {
-				emit(t, *e)
+			for _, ti := range hit {
+				emit(ti, *e)
 			}
 		}
 	})
@@ -320,15 +330,6 @@ func Split(raw string, tests []string, out func(test string) string) (*Stats, er
 		return nil, err
 	}
 	return st, werr
-}
-
-func contains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // scan calls fn on every event of the spill file raw. A file cut inside a

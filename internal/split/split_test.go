@@ -13,7 +13,7 @@ import (
 
 const ms = int64(time.Millisecond)
 
-func writeRaw(t *testing.T, evs []abi.RawEvent) string {
+func writeRaw(t testing.TB, evs []abi.RawEvent) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pkg.raw")
 	b := abi.AppendRawHeader(nil)
@@ -305,4 +305,49 @@ func appendRawBatch(b, payload []byte) []byte {
 	copy(frame[abi.RawFrameSize:], payload)
 	abi.PutRawFrameHeader(frame)
 	return append(b, frame...)
+}
+
+// BenchmarkSplit splits a package run of 8 tests one after another, each
+// starting 2000 goroutines that make 100 accesses at 20 sites, written in
+// runs of 10 events of one goroutine, as per-thread buffers interleave
+// them: 1.6M events.
+func BenchmarkSplit(b *testing.B) {
+	var tests []string
+	var evs []abi.RawEvent
+	tm := int64(0)
+	g := uint64(100)
+	for i := range 8 {
+		test := "Test" + string(rune('A'+i))
+		tests = append(tests, test)
+		root := g
+		g++
+		evs = append(evs, mark(abi.OpTestBegin, tm, root, test, false))
+		var kids []uint64
+		for range 2000 {
+			tm++
+			evs = append(evs, fork(tm, root, g))
+			kids = append(kids, g)
+			g++
+		}
+		for run := range 10 {
+			for _, k := range kids {
+				for e := range 10 {
+					tm++
+					evs = append(evs, ev(tm, k, uint32(1+(run*10+e)%20)))
+				}
+			}
+		}
+		tm++
+		evs = append(evs, mark(abi.OpTestEnd, tm, root, test, false))
+	}
+	raw := writeRaw(b, evs)
+	dir := b.TempDir()
+	out := func(test string) string { return filepath.Join(dir, test+".raw") }
+	b.SetBytes(int64(len(evs) * abi.RawRecordSize))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Split(raw, tests, out); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -24,28 +24,43 @@ type Subtests struct {
 	Outside map[uint32]bool
 }
 
-// maxSubtestKeys bounds the distinct (goroutine, site) pairs a
-// collection keeps; a run with more gets no Subtests.
+// maxSubtestKeys bounds the site sets and transitions a collection
+// keeps; a run with more gets no Subtests.
 const maxSubtestKeys = 1 << 22
 
-type gsite struct {
-	g    uint64
-	site uint32
-}
-
-// subtestCollector gathers, during a conversion, what Subtests needs.
+// subtestCollector gathers, during a conversion, what Subtests needs: the
+// fork rows, the marks, and the sites each goroutine reached. A
+// goroutine's sites are a set id: sets grow one site at a time and are
+// shared by the goroutines that reached the same sites in the same order
+// (a pool's workers, a stress test's thousands of goroutines running the
+// same code), so an event costs a lookup of its goroutine's set when the
+// spill file switches goroutines and a transition lookup when the site
+// changes, not an entry per (goroutine, site).
 // A nil collector only drops the marks.
 type subtestCollector struct {
 	parent map[uint64]uint64 // child -> parent, by fork rows
 	mark   map[uint64]uint64 // marked goroutine -> subtest id
 	order  []uint64          // marked goroutines, in the order of their marks
-	seen   map[gsite]struct{}
-	last   gsite
-	over   bool // more than maxSubtestKeys pairs
+	setOf  map[uint64]uint32 // goroutine -> its site set (curG's is curSet)
+	sets   []siteSet         // by id; 0 is the empty set
+	next   map[uint64]uint32 // set id<<32 | site -> the set with site added
+	curG   uint64            // the goroutine of the last sited row
+	cur    bool              // curG is set
+	curSet uint32
+	over   bool // more than maxSubtestKeys sets and transitions
+}
+
+// siteSet is a set of sites: its parent set and the one site added to it.
+type siteSet struct {
+	parent uint32
+	site   uint32
 }
 
 func newSubtestCollector() *subtestCollector {
-	return &subtestCollector{parent: map[uint64]uint64{}, mark: map[uint64]uint64{}, seen: map[gsite]struct{}{}}
+	return &subtestCollector{
+		parent: map[uint64]uint64{}, mark: map[uint64]uint64{},
+		setOf: map[uint64]uint32{}, sets: []siteSet{{}}, next: map[uint64]uint32{},
+	}
 }
 
 // take reads rows base… of b, which the conversion just decoded, and
@@ -69,14 +84,7 @@ func (c *subtestCollector) take(b *Batch, base int) {
 				c.parent[b.Obj[i]] = b.G[i]
 			}
 		case op.Sited() && !c.over:
-			k := gsite{b.G[i], b.Site[i]}
-			if k != c.last {
-				c.last = k
-				if _, ok := c.seen[k]; !ok {
-					c.seen[k] = struct{}{}
-					c.over = len(c.seen) > maxSubtestKeys
-				}
-			}
+			c.reached(b.G[i], b.Site[i])
 		}
 		if w != i {
 			b.Time[w], b.G[w], b.Clock[w], b.Site[w], b.Obj[w], b.Op[w] = b.Time[i], b.G[i], b.Clock[i], b.Site[i], b.Obj[i], b.Op[i]
@@ -84,6 +92,42 @@ func (c *subtestCollector) take(b *Batch, base int) {
 		w++
 	}
 	b.Time, b.G, b.Clock, b.Site, b.Obj, b.Op = b.Time[:w], b.G[:w], b.Clock[:w], b.Site[:w], b.Obj[:w], b.Op[:w]
+}
+
+// reached adds site to goroutine g's set.
+func (c *subtestCollector) reached(g uint64, site uint32) {
+	if !c.cur || g != c.curG {
+		if c.cur {
+			c.setOf[c.curG] = c.curSet
+		}
+		c.curG, c.cur, c.curSet = g, true, c.setOf[g]
+	}
+	if c.curSet != 0 && c.sets[c.curSet].site == site {
+		return // the site of the set's last addition
+	}
+	key := uint64(c.curSet)<<32 | uint64(site)
+	if to, ok := c.next[key]; ok {
+		c.curSet = to
+		return
+	}
+	to := c.curSet
+	if !c.has(c.curSet, site) {
+		to = uint32(len(c.sets))
+		c.sets = append(c.sets, siteSet{parent: c.curSet, site: site})
+	}
+	c.next[key] = to
+	c.curSet = to
+	c.over = len(c.sets)+len(c.next) > maxSubtestKeys
+}
+
+// has says whether set id holds site.
+func (c *subtestCollector) has(id, site uint32) bool {
+	for ; id != 0; id = c.sets[id].parent {
+		if c.sets[id].site == site {
+			return true
+		}
+	}
+	return false
 }
 
 // result returns what the collector gathered, nil when no subtest was
@@ -147,14 +191,28 @@ func (c *subtestCollector) result() *Subtests {
 			s.IDs = append(s.IDs, c.mark[g])
 		}
 	}
-	for k := range c.seen {
-		i := outermost(k.g)
-		if i < 0 {
-			s.Outside[k.site] = true
-			continue
-		}
-		if l := s.Sites[k.site]; !slices.Contains(l, i) {
-			s.Sites[k.site] = append(l, i)
+	if c.cur {
+		c.setOf[c.curG] = c.curSet
+	}
+	// Each (set, subtest) once: the goroutines of a subtest that ran the
+	// same code share a set.
+	// A set's parents are walked once per subtest too: the walk stops at
+	// the first set it already took for that subtest.
+	done := map[uint64]bool{}
+	for g, set := range c.setOf {
+		i := outermost(g)
+		for id := set; id != 0; id = c.sets[id].parent {
+			k := uint64(id)<<32 | uint64(uint32(i+1))
+			if done[k] {
+				break
+			}
+			done[k] = true
+			site := c.sets[id].site
+			if i < 0 {
+				s.Outside[site] = true
+			} else if l := s.Sites[site]; !slices.Contains(l, i) {
+				s.Sites[site] = append(l, i)
+			}
 		}
 	}
 	for site, l := range s.Sites {

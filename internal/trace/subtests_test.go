@@ -1,8 +1,11 @@
 package trace
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/memorder/wafl/abi"
@@ -70,5 +73,126 @@ func TestConvertSubtests(t *testing.T) {
 	writeRaw(t, raw, bt)
 	if n, err := Convert(raw, out, testMeta); err != nil || n != int64(bt.Len()-4) {
 		t.Errorf("Convert: %d events, %v; want %d", n, err, bt.Len()-4)
+	}
+}
+
+// TestConvertSubtestsMany checks the collector against a direct
+// computation on a trace of many goroutines in four subtests (one nested)
+// and outside them, whose events come in runs of one goroutine, sites in
+// orders that repeat and differ, as a spill file's per-thread buffers
+// interleave them.
+func TestConvertSubtestsMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	bt := &Batch{}
+	add := func(g, obj uint64, site uint32, op abi.Op) { bt.Append(int64(bt.Len()+1), g, 1, site, obj, uint8(op)) }
+	parent := map[uint64]uint64{}
+	marks := map[uint64]uint64{}
+	// Goroutine 1 is the test's; 2..5 are subtests, 6 a subtest inside 3.
+	for g := uint64(2); g <= 6; g++ {
+		p := uint64(1)
+		if g == 6 {
+			p = 3
+		}
+		add(p, g, 0, abi.OpFork)
+		parent[g] = p
+		id := abi.TestID(fmt.Sprintf("TestX/s%d", g))
+		add(g, id, 0, abi.OpSubtest)
+		marks[g] = id
+	}
+	type gsite struct {
+		g    uint64
+		site uint32
+	}
+	var rows []gsite
+	live := []uint64{1, 2, 3, 4, 5, 6}
+	for g := uint64(7); g < 3000; g++ {
+		p := live[rng.IntN(len(live))]
+		add(p, g, 0, abi.OpFork)
+		parent[g] = p
+		live = append(live, g)
+	}
+	for range 4000 {
+		g := live[rng.IntN(len(live))]
+		base := uint32(10 * rng.IntN(3))
+		for k := range 1 + rng.IntN(12) {
+			site := base + uint32(k%7) + 1
+			if rng.IntN(5) == 0 {
+				site = uint32(100 + rng.IntN(40))
+			}
+			add(g, 0x100, site, abi.OpUse)
+			rows = append(rows, gsite{g, site})
+		}
+	}
+	dir := t.TempDir()
+	raw, out := filepath.Join(dir, "t.raw"), filepath.Join(dir, "t.arrows")
+	writeRaw(t, raw, bt)
+	_, subs, err := ConvertSubtests(raw, out, testMeta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The direct computation: each row's goroutine, up its fork
+	// ancestry to the outermost marked goroutine.
+	first := []uint64{2, 3, 4, 5} // 6 is inside 3
+	want := &Subtests{Sites: map[uint32][]int{}, Outside: map[uint32]bool{}}
+	for _, g := range first {
+		want.IDs = append(want.IDs, marks[g])
+	}
+	for _, r := range rows {
+		top := uint64(0)
+		for x := r.g; x != 0; x = parent[x] {
+			if _, ok := marks[x]; ok {
+				top = x
+			}
+		}
+		i := slices.Index(first, top)
+		if i < 0 {
+			want.Outside[r.site] = true
+		} else if !slices.Contains(want.Sites[r.site], i) {
+			want.Sites[r.site] = append(want.Sites[r.site], i)
+		}
+	}
+	for site := range want.Sites {
+		slices.Sort(want.Sites[site])
+	}
+	if !reflect.DeepEqual(subs, want) {
+		t.Errorf("subtests\n got %+v\nwant %+v", subs, want)
+	}
+}
+
+// BenchmarkConvertSubtests converts the trace of a test whose 15
+// subtests start 20 000 goroutines each that run the same code (8 sites),
+// the shape of a stress test: 5.1M rows.
+func BenchmarkConvertSubtests(b *testing.B) {
+	bt := &Batch{}
+	add := func(g, obj uint64, site uint32, op abi.Op) { bt.Append(int64(bt.Len()+1), g, 1, site, obj, uint8(op)) }
+	g := uint64(2)
+	for s := range 15 {
+		sub := g
+		g++
+		add(1, sub, 0, abi.OpFork)
+		add(sub, abi.TestID(fmt.Sprintf("TestX/%d", s)), 0, abi.OpSubtest)
+		for range 20000 {
+			add(sub, g, 0, abi.OpFork)
+			for k := range 8 {
+				add(g, g<<4, uint32(k+1), abi.OpUse)
+				add(g, g<<4, uint32(k+1), abi.OpUse)
+			}
+			g++
+		}
+	}
+	var parts []*Batch // a spill file's batches hold at most 1M rows
+	for lo := 0; lo < bt.Len(); lo += 1 << 16 {
+		hi := min(lo+1<<16, bt.Len())
+		parts = append(parts, &Batch{bt.Time[lo:hi], bt.G[lo:hi], bt.Clock[lo:hi], bt.Site[lo:hi], bt.Obj[lo:hi], bt.Op[lo:hi]})
+	}
+	dir := b.TempDir()
+	raw, out := filepath.Join(dir, "t.raw"), filepath.Join(dir, "t.arrows")
+	writeRaw(b, raw, parts...)
+	b.SetBytes(int64(bt.Len() * abi.RawRecordSize))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, subs, err := ConvertSubtests(raw, out, testMeta, nil); err != nil || subs == nil || len(subs.IDs) != 15 {
+			b.Fatalf("%v, %+v", err, subs)
+		}
 	}
 }

@@ -142,33 +142,36 @@ func (c *subtestCollector) result() *Subtests {
 	s := &Subtests{Sites: map[uint32][]int{}, Outside: map[uint32]bool{}}
 	memo := map[uint64]int{}
 	// outermost returns the index of the first-level subtest g runs
-	// under, -1 for none.
+	// under, -1 for none. It walks up to the first goroutine it knows and
+	// remembers every goroutine on the way: a goroutine runs under its
+	// parent's first-level subtest, or, when its parent runs under none,
+	// under its own if it is one.
+	var chain []uint64
 	outermost := func(g uint64) int {
-		if i, ok := memo[g]; ok {
-			return i
-		}
-		m := uint64(0)
-		found := false
-		x := g
-		for steps := 0; steps <= len(c.parent); steps++ {
-			if _, ok := c.mark[x]; ok {
-				m, found = x, true
+		chain = chain[:0]
+		above := -1
+		for x := g; ; {
+			if i, ok := memo[x]; ok {
+				above = i
+				break
 			}
+			chain = append(chain, x)
 			p, ok := c.parent[x]
-			if !ok {
+			if !ok || len(chain) > len(c.parent) {
 				break
 			}
 			x = p
 		}
-		i := -1
-		if found {
-			var ok bool
-			if i, ok = top[m]; !ok {
-				i = -1
+		for k := len(chain) - 1; k >= 0; k-- {
+			x := chain[k]
+			if above < 0 {
+				if i, ok := top[x]; ok {
+					above = i
+				}
 			}
+			memo[x] = above
 		}
-		memo[g] = i
-		return i
+		return above
 	}
 	for _, g := range c.order {
 		// A marked goroutine is first-level when no marked goroutine is

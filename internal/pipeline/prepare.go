@@ -15,7 +15,6 @@ import (
 	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/pipeline/workdir"
 	"github.com/memorder/wafl/internal/report"
-	"github.com/memorder/wafl/internal/split"
 	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
 )
@@ -228,11 +227,8 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
 	}
-	// The test boundary marks are for package runs (record/split): a run
-	// of one test drops them.
-	if err := split.StripInPlace(raw); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: reading the trace: %w", raw, err)
-	}
+	// The conversion drops the test boundary marks (a run of one test
+	// has them; a package run's split left them out) and subtest marks.
 	var subtests *trace.Subtests
 	var err error
 	if subs {

@@ -25,8 +25,8 @@ const maxSubtests = 256
 
 // ranSubtests says whether the run with output runLog ran a subtest of
 // test: only then does the conversion of its trace work out which
-// subtest reached which site (a map entry per goroutine and site, the
-// larger part of converting the trace of a test with many goroutines).
+// subtest reached which site (a lookup per goroutine switch in the spill
+// file, and per goroutine once the file is read).
 // The tests with subtests of a log are read once and kept (package runs
 // share one log among their tests).
 func ranSubtests(runLog, test string) bool {

@@ -370,55 +370,6 @@ func scan(raw string, st *Stats, fn func(*abi.RawEvent)) error {
 	return nil
 }
 
-// Strip copies the spill file raw to out without its test boundary
-// marks: the trace of a test that ran alone. A file cut inside a batch
-// gives a copy cut there too (trace.ErrTruncated for its reader).
-func Strip(raw, out string) error {
-	w, err := newWriter(out)
-	if err != nil {
-		return err
-	}
-	var werr error
-	st := &Stats{}
-	err = scan(raw, st, func(e *abi.RawEvent) {
-		if !e.Op.Mark() {
-			if err := w.add(*e); err != nil && werr == nil {
-				werr = err
-			}
-		}
-	})
-	if cerr := w.close(); werr == nil {
-		werr = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if werr == nil && st.Truncated {
-		// Keep the cut for the reader: half a batch header.
-		werr = w.appendBytes([]byte{0, 0, 0, 0})
-	}
-	return werr
-}
-
-// StripInPlace drops the test boundary marks of the spill file raw, if
-// it has any (a file Split wrote has none and is left alone).
-func StripInPlace(raw string) error {
-	marks := false
-	st := &Stats{}
-	if err := scan(raw, st, func(e *abi.RawEvent) { marks = marks || e.Op.Mark() }); err != nil {
-		return err
-	}
-	if !marks {
-		return nil
-	}
-	tmp := raw + ".strip"
-	if err := Strip(raw, tmp); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, raw)
-}
-
 // writer appends events to one output spill file. It keeps the file
 // closed between flushes, so that a package with many tests does not hold
 // a descriptor per test.
@@ -464,15 +415,3 @@ func (w *writer) flush() error {
 }
 
 func (w *writer) close() error { return w.flush() }
-
-func (w *writer) appendBytes(b []byte) error {
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}

@@ -1,7 +1,6 @@
 package split
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -233,68 +232,6 @@ func TestCrashedRun(t *testing.T) {
 	}
 	if o := st.Owner(c); o != "TestC" {
 		t.Errorf("owner of the crashed goroutine: %q", o)
-	}
-}
-
-// TestStrip drops the marks and keeps everything else in order.
-func TestStrip(t *testing.T) {
-	evs := []abi.RawEvent{
-		ev(1, 1, 1),
-		mark(abi.OpTestBegin, 2, 10, "TestA", false),
-		ev(3, 10, 2),
-		fork(4, 10, 11),
-		mark(abi.OpTestEnd, 5, 10, "TestA", false),
-		ev(6, 11, 3),
-	}
-	raw := writeRaw(t, evs)
-	out := filepath.Join(t.TempDir(), "out.raw")
-	if err := Strip(raw, out); err != nil {
-		t.Fatal(err)
-	}
-	got, err := trace.ReadRawFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameSites(t, "stripped", got, 1, 2, 0, 3)
-}
-
-// TestStripKeepsTheCut: a crashed run's cut survives the strip.
-func TestStripKeepsTheCut(t *testing.T) {
-	raw := writeRaw(t, []abi.RawEvent{ev(1, 1, 1), ev(2, 1, 2)})
-	data, err := os.ReadFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(raw, append(data, 1, 0), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "out.raw")
-	if err := Strip(raw, out); err != nil {
-		t.Fatal(err)
-	}
-	got, err := trace.ReadRawFile(out)
-	if !errors.Is(err, trace.ErrTruncated) || len(got) != 2 {
-		t.Errorf("got %d events, err %v; want 2 and a truncation", len(got), err)
-	}
-}
-
-// TestStripInPlace leaves a file without marks untouched.
-func TestStripInPlace(t *testing.T) {
-	raw := writeRaw(t, []abi.RawEvent{ev(1, 1, 1), mark(abi.OpTestBegin, 2, 1, "TestA", false), ev(3, 1, 2)})
-	if err := StripInPlace(raw); err != nil {
-		t.Fatal(err)
-	}
-	got, err := trace.ReadRawFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameSites(t, "stripped", got, 1, 2)
-	st, _ := os.Stat(raw)
-	if err := StripInPlace(raw); err != nil {
-		t.Fatal(err)
-	}
-	if st2, _ := os.Stat(raw); !st2.ModTime().Equal(st.ModTime()) {
-		t.Error("a file without marks was rewritten")
 	}
 }
 

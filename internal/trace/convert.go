@@ -14,7 +14,8 @@ import (
 const convertRows = 1 << 16
 
 // Convert converts the recorder's raw spill file at rawPath into an Arrow
-// trace at outPath and returns the number of events written. Rows keep the
+// trace at outPath and returns the number of events written; the test
+// boundary and subtest marks are left out. Rows keep the
 // spill file's order: each goroutine's events in program order, fork rows
 // written by the child when it adopts; rows are not sorted by time across
 // goroutines. A truncated or corrupt spill file is converted up to its last

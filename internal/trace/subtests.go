@@ -64,12 +64,15 @@ func newSubtestCollector() *subtestCollector {
 }
 
 // take reads rows base… of b, which the conversion just decoded, and
-// removes the subtest marks from them: Arrow traces never hold any.
+// removes the subtest marks and test boundary marks from them: Arrow
+// traces never hold any.
 func (c *subtestCollector) take(b *Batch, base int) {
 	w := base
 	for i := base; i < b.Len(); i++ {
 		op := abi.Op(b.Op[i])
 		switch {
+		case op.Mark():
+			continue
 		case op == abi.OpSubtest:
 			if c != nil {
 				if _, dup := c.mark[b.G[i]]; !dup {

@@ -69,10 +69,20 @@ func TestConvertSubtests(t *testing.T) {
 	if n, subs, err := ConvertSubtests(raw, out, testMeta, nil); err != nil || n != 1 || subs != nil {
 		t.Errorf("no marks: %d events, %+v, %v; want 1, nil, nil", n, subs, err)
 	}
-	// Convert drops the marks too.
-	writeRaw(t, raw, bt)
+	// Convert drops the marks too, and the test boundary marks of a
+	// run of one test.
+	withTest := &Batch{}
+	withTest.Append(0, 1, 1, 0, abi.TestID("TestX"), uint8(abi.OpTestBegin))
+	withTest.Append(int64(bt.Len()+1), 1, 1, 0, abi.TestID("TestX"), uint8(abi.OpTestEnd))
+	writeRaw(t, raw, withTest, bt)
 	if n, err := Convert(raw, out, testMeta); err != nil || n != int64(bt.Len()-4) {
 		t.Errorf("Convert: %d events, %v; want %d", n, err, bt.Len()-4)
+	}
+	got, _ = readTraceFile(t, out)
+	for i := range got.Len() {
+		if op := abi.Op(got.Op[i]); op.Mark() || op == abi.OpSubtest {
+			t.Fatalf("row %d of the Arrow trace is a mark (op %d)", i, op)
+		}
 	}
 }
 

@@ -71,3 +71,33 @@ func (s *traceSource) Close() error {
 	s.closed = true
 	return s.r.Close()
 }
+
+// Raw analyzes the recorder's spill file at path as if it had been
+// converted to an Arrow trace with trace.ConvertWithout(path, …, meta,
+// pauses) first, without writing one: for a trace wafl reads once and
+// throws away.
+func Raw(ctx context.Context, path string, meta trace.Meta, pauses *trace.Pauses, opts Options) (*plans.Plan, *Stats, error) {
+	if opts.Trace == "" {
+		opts.Trace = path
+	}
+	open := func() (Source, error) {
+		s, err := trace.OpenRaw(path, meta, pauses)
+		if err != nil {
+			return nil, err
+		}
+		return rawSource{s}, nil
+	}
+	p, st, err := Run(ctx, open, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analyze %s: %w", path, err)
+	}
+	return p, st, nil
+}
+
+// rawSource adapts a *trace.RawSource to Source.
+type rawSource struct{ *trace.RawSource }
+
+func (s rawSource) Meta() Meta {
+	m := s.RawSource.Meta()
+	return Meta{Package: m.Package, Test: m.Test, Binary: m.Binary, Sites: m.Sites}
+}

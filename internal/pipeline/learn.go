@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/memorder/wafl/internal/trace"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/memorder/wafl/abi"
+	"github.com/memorder/wafl/analyze"
 	"github.com/memorder/wafl/internal/pipeline/testrun"
 	"github.com/memorder/wafl/internal/report"
 	"github.com/memorder/wafl/internal/split"
+	"github.com/memorder/wafl/internal/trace"
 	"github.com/memorder/wafl/plans"
 )
 
@@ -386,9 +388,12 @@ func recordsRun(plan *plans.Plan, k int) bool {
 // a bug or did not finish teaches nothing.
 func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *plans.Plan, raw string, r runSpec, rr *report.RunResult) error {
 	pkg, test := j.pkg.ImportPath, j.test
-	arrows := r.base + ".arrows"
-	defer os.Remove(raw)
-	defer os.Remove(arrows)
+	kept := false // a trace wafl failed to analyze stays for the report
+	defer func() {
+		if !kept {
+			os.Remove(raw)
+		}
+	}()
 	plan.CountDetectRecord()
 	added := 0
 	if rr.Status == report.Pass || rr.Status == report.Fail {
@@ -408,8 +413,11 @@ func learnFromRun(ctx context.Context, s *session, o *DetectOptions, j job, plan
 		// The run's own delays are taken out of the trace's times: a gap
 		// they stretched would give the new pair a delay as long as
 		// theirs, and the next run's delays would grow on it.
-		fresh, _, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, arrows, plan, runPauses(rr.Log), false)
+		// The trace is read once: analyzed as it is, without an Arrow
+		// file.
+		fresh, _, _, err := analyzeTrace(ctx, s.ws, ov, j, raw, "", plan, runPauses(rr.Log), false)
 		if err != nil {
+			kept = errors.As(err, new(*analyze.InternalError))
 			return &testError{phase: "analyze", note: "analysis of a recording detection run failed", err: err}
 		}
 		added = plan.AddDetected(fresh)

@@ -221,28 +221,16 @@ func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 // returns without saving it. known, if not nil, is the plan the result
 // will extend (analyze.Options.Known), and, when subs says the run ran
 // subtests, which subtest each site ran under (nil when none was marked).
+// With arrows "" (and subs false) it analyzes raw itself and writes no
+// Arrow trace: the trace of a detection run that also recorded, which
+// nothing reads again.
 func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses, subs bool) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
 	if _, err := os.Stat(raw); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, fmt.Errorf("the test binary wrote no trace to %s (was it built by wafl?)", raw)
 	}
-	// The conversion drops the test boundary marks (a run of one test
-	// has them; a package run's split left them out) and subtest marks.
-	var subtests *trace.Subtests
-	var err error
-	if subs {
-		_, subtests, err = trace.ConvertSubtests(raw, arrows, meta, pauses)
-	} else {
-		_, err = trace.ConvertWithout(raw, arrows, meta, pauses)
-	}
-	if err != nil && !errors.Is(err, trace.ErrTruncated) {
-		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
-	}
-	os.Remove(raw)
-	p := params.NewParams()
-	plan, stats, err := analyze.File(ctx, arrows, analyze.Options{
-		Params:      &p,
+	opts := analyze.Options{
 		TempDir:     ws.Path("tmp"),
 		NoForkOrder: params.NoForkOrder,
 		Tool:        "wafl",
@@ -251,11 +239,35 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		Sites:       siteInfos(j.pkg.Sites),
 		Reach:       reachOf(j.pkg.Sites),
 		Known:       knownPairs(known),
-	})
-	if ie := (*analyze.InternalError)(nil); errors.As(err, &ie) {
+	}
+	p := params.NewParams()
+	opts.Params = &p
+	var subtests *trace.Subtests
+	var err error
+	var plan *plans.Plan
+	var stats *analyze.Stats
+	switch {
+	case arrows == "" && !subs:
+		plan, stats, err = analyze.Raw(ctx, raw, meta, pauses, opts)
+	default:
+		// The conversion drops the test boundary marks (a run of one
+		// test has them; a package run's split left them out) and the
+		// subtest marks.
+		plan, stats, subtests, err = convertAndAnalyze(ctx, raw, arrows, meta, pauses, subs, opts)
+	}
+	ie := (*analyze.InternalError)(nil)
+	internal := errors.As(err, &ie)
+	if !internal {
+		os.Remove(raw) // convertAndAnalyze removed it already
+	}
+	if internal {
 		// A bug of wafl's: this test gets the report, the trace stays for
 		// it, and the other tests go on.
-		return nil, nil, nil, fmt.Errorf("%w\ntrace kept: %s\n%s", err, ws.Rel(arrows), testrun.Tail(string(ie.Stack), 40))
+		kept := raw
+		if arrows != "" {
+			kept = arrows
+		}
+		return nil, nil, nil, fmt.Errorf("%w\ntrace kept: %s\n%s", err, ws.Rel(kept), testrun.Tail(string(ie.Stack), 40))
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -271,6 +283,24 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		plan.SetStaticLeft(stats.StaticLeft)
 	}
 	return plan, stats, subtests, nil
+}
+
+// convertAndAnalyze converts raw into the Arrow trace arrows (with the
+// subtest record when subs), removes raw and analyzes arrows.
+func convertAndAnalyze(ctx context.Context, raw, arrows string, meta trace.Meta, pauses *trace.Pauses, subs bool, opts analyze.Options) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
+	var subtests *trace.Subtests
+	var err error
+	if subs {
+		_, subtests, err = trace.ConvertSubtests(raw, arrows, meta, pauses)
+	} else {
+		_, err = trace.ConvertWithout(raw, arrows, meta, pauses)
+	}
+	if err != nil && !errors.Is(err, trace.ErrTruncated) {
+		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
+	}
+	os.Remove(raw)
+	plan, stats, err := analyze.File(ctx, arrows, opts)
+	return plan, stats, subtests, err
 }
 
 // disposedBefore reports whether the spill file raw shows goroutine g's

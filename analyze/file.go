@@ -74,8 +74,9 @@ func (s *traceSource) Close() error {
 
 // Raw analyzes the recorder's spill file at path as if it had been
 // converted to an Arrow trace with trace.ConvertWithout(path, …, meta,
-// pauses) first, without writing one: for a trace wafl reads once and
-// throws away.
+// pauses) first, without reading one: for a trace wafl reads once and
+// throws away, or converts at the same time. Errors name opts.Trace
+// (default path).
 func Raw(ctx context.Context, path string, meta trace.Meta, pauses *trace.Pauses, opts Options) (*plans.Plan, *Stats, error) {
 	if opts.Trace == "" {
 		opts.Trace = path
@@ -89,7 +90,7 @@ func Raw(ctx context.Context, path string, meta trace.Meta, pauses *trace.Pauses
 	}
 	p, st, err := Run(ctx, open, opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("analyze %s: %w", path, err)
+		return nil, nil, fmt.Errorf("analyze %s: %w", opts.Trace, err)
 	}
 	return p, st, nil
 }

@@ -216,14 +216,13 @@ func analyzeFresh(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	return plan, stats, nil
 }
 
-// analyzeTrace converts the raw spill file raw of test j into the Arrow
-// trace arrows, removes raw and analyzes the trace into a plan, which it
-// returns without saving it. known, if not nil, is the plan the result
-// will extend (analyze.Options.Known), and, when subs says the run ran
-// subtests, which subtest each site ran under (nil when none was marked).
-// With arrows "" (and subs false) it analyzes raw itself and writes no
-// Arrow trace: the trace of a detection run that also recorded, which
-// nothing reads again.
+// analyzeTrace analyzes the raw spill file raw of test j into a plan,
+// which it returns without saving it, while it converts raw into the
+// Arrow trace arrows, and removes raw. known, if not nil, is the plan the
+// result will extend (analyze.Options.Known), and, when subs says the run
+// ran subtests, which subtest each site ran under (nil when none was
+// marked). With arrows "" (and subs false) it writes no Arrow trace: the
+// trace of a detection run that also recorded, which nothing reads again.
 func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, j job, raw, arrows string, known *plans.Plan, pauses *trace.Pauses, subs bool) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
 	pkg, test := j.pkg.ImportPath, j.test
 	meta := trace.Meta{Version: abi.FormatVersion, Package: pkg, Test: test, Binary: j.pkg.Binary, Sites: j.pkg.Sites}
@@ -253,12 +252,12 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 		// The conversion drops the test boundary marks (a run of one
 		// test has them; a package run's split left them out) and the
 		// subtest marks.
-		plan, stats, subtests, err = convertAndAnalyze(ctx, raw, arrows, meta, pauses, subs, opts)
+		plan, stats, subtests, err = convertBeside(ctx, raw, arrows, meta, pauses, subs, opts)
 	}
 	ie := (*analyze.InternalError)(nil)
 	internal := errors.As(err, &ie)
-	if !internal {
-		os.Remove(raw) // convertAndAnalyze removed it already
+	if !internal || arrows != "" {
+		os.Remove(raw)
 	}
 	if internal {
 		// A bug of wafl's: this test gets the report, the trace stays for
@@ -285,21 +284,32 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	return plan, stats, subtests, nil
 }
 
-// convertAndAnalyze converts raw into the Arrow trace arrows (with the
-// subtest record when subs), removes raw and analyzes arrows.
-func convertAndAnalyze(ctx context.Context, raw, arrows string, meta trace.Meta, pauses *trace.Pauses, subs bool, opts analyze.Options) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
-	var subtests *trace.Subtests
-	var err error
-	if subs {
-		_, subtests, err = trace.ConvertSubtests(raw, arrows, meta, pauses)
-	} else {
-		_, err = trace.ConvertWithout(raw, arrows, meta, pauses)
+// convertBeside converts raw into the Arrow trace arrows (with the
+// subtest record when subs) while the analysis reads raw itself
+// (analyze.Raw gives the plan analyze.File would give of arrows): for a
+// large trace, the two take a CPU each rather than one after the other,
+// and the preparation of a package whose longest test records millions
+// of events ends sooner.
+func convertBeside(ctx context.Context, raw, arrows string, meta trace.Meta, pauses *trace.Pauses, subs bool, opts analyze.Options) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
+	var (
+		subtests *trace.Subtests
+		cerr     error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if subs {
+			_, subtests, cerr = trace.ConvertSubtests(raw, arrows, meta, pauses)
+		} else {
+			_, cerr = trace.ConvertWithout(raw, arrows, meta, pauses)
+		}
+	}()
+	opts.Trace = arrows
+	plan, stats, err := analyze.Raw(ctx, raw, meta, pauses, opts)
+	<-done
+	if cerr != nil && !errors.Is(cerr, trace.ErrTruncated) {
+		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, cerr)
 	}
-	if err != nil && !errors.Is(err, trace.ErrTruncated) {
-		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, err)
-	}
-	os.Remove(raw)
-	plan, stats, err := analyze.File(ctx, arrows, opts)
 	return plan, stats, subtests, err
 }
 

@@ -360,7 +360,7 @@ func (a *analysis) windows(locs []plans.Location) *windows {
 			}
 			wins.add(k.first, w.g, w.l.cur)
 		}
-		p.ivs = nil
+		p.ivs, p.at = nil, nil
 	}
 	// Each goroutine's list is allocated once, at most the number of its
 	// keys' intervals (each merges some of them).

@@ -54,10 +54,13 @@ type pairAgg struct {
 	minGap, maxGap int64
 	obj            uint64
 	// windows of ℓ2's goroutines, for the interference pass, unless the
-	// pairer keeps them in its winTable; a pair has few partner
-	// goroutines, so a slice with a hint beats a map.
+	// pairer keeps them in its winTable; a pair mostly has few partner
+	// goroutines, so a slice with a hint beats a map, and the map (at) is
+	// built only for a pair with more than windowScan of them (a test
+	// that starts thousands of goroutines doing the same thing).
 	ivs  []gWindows
 	hint int
+	at   map[uint64]int32 // goroutine -> index into ivs, past windowScan
 	// the pairer's winTable ids+1 of (first, g) for the goroutines g of
 	// the pair's latest windows (0: none), replaced round robin: a
 	// dispose pairs with many uses in a row, all with the disposing
@@ -264,19 +267,40 @@ func (p *pairer) instance(k pairKey, obj uint64, t1 int64, g1 uint64, c1 uint32,
 	agg.window(g2, interval{lo, t2})
 }
 
+// windowScan is the most partner goroutines of a pair that window finds
+// by scanning its slice.
+const windowScan = 32
+
 // window adds a window of goroutine g to the pair.
 func (agg *pairAgg) window(g uint64, iv interval) {
 	if h := agg.hint; h < len(agg.ivs) && agg.ivs[h].g == g {
 		agg.ivs[h].l.add(iv)
 		return
 	}
-	for i := range agg.ivs {
-		if agg.ivs[i].g == g {
-			agg.hint = i
+	if agg.at != nil {
+		if i, ok := agg.at[g]; ok {
+			agg.hint = int(i)
 			agg.ivs[i].l.add(iv)
 			return
+		}
+	} else {
+		for i := range agg.ivs {
+			if agg.ivs[i].g == g {
+				agg.hint = i
+				agg.ivs[i].l.add(iv)
+				return
+			}
 		}
 	}
 	agg.ivs = append(agg.ivs, gWindows{g: g, l: ivList{cur: iv}})
 	agg.hint = len(agg.ivs) - 1
+	switch {
+	case agg.at != nil:
+		agg.at[g] = int32(agg.hint)
+	case len(agg.ivs) > windowScan:
+		agg.at = make(map[uint64]int32, 2*len(agg.ivs))
+		for i := range agg.ivs {
+			agg.at[agg.ivs[i].g] = int32(i)
+		}
+	}
 }

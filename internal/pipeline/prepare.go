@@ -256,8 +256,8 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 	}
 	ie := (*analyze.InternalError)(nil)
 	internal := errors.As(err, &ie)
-	if !internal || arrows != "" {
-		os.Remove(raw)
+	if arrows == "" && !internal {
+		os.Remove(raw) // convertBeside removed it once converted
 	}
 	if internal {
 		// A bug of wafl's: this test gets the report, the trace stays for
@@ -289,7 +289,8 @@ func analyzeTrace(ctx context.Context, ws *workdir.Dir, params plans.Overrides, 
 // (analyze.Raw gives the plan analyze.File would give of arrows): for a
 // large trace, the two take a CPU each rather than one after the other,
 // and the preparation of a package whose longest test records millions
-// of events ends sooner.
+// of events ends sooner. It removes raw once it is converted; a spill
+// file the conversion failed on stays.
 func convertBeside(ctx context.Context, raw, arrows string, meta trace.Meta, pauses *trace.Pauses, subs bool, opts analyze.Options) (*plans.Plan, *analyze.Stats, *trace.Subtests, error) {
 	var (
 		subtests *trace.Subtests
@@ -310,6 +311,7 @@ func convertBeside(ctx context.Context, raw, arrows string, meta trace.Meta, pau
 	if cerr != nil && !errors.Is(cerr, trace.ErrTruncated) {
 		return nil, nil, nil, fmt.Errorf("%s: converting the trace: %w", raw, cerr)
 	}
+	os.Remove(raw)
 	return plan, stats, subtests, err
 }
 

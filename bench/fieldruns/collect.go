@@ -125,6 +125,7 @@ type planJSON struct {
 		Delays     int    `json:"delays"`
 		Outcome    string `json:"outcome"`
 		DurationNs int64  `json:"duration_ns"`
+		CPUNs      int64  `json:"cpu_ns"`
 		Beside     int    `json:"beside"`
 	} `json:"runs"`
 }
@@ -206,6 +207,10 @@ func CollectWork(dir string) (Stats, []BugRef, error) {
 				st.Delays += r.Delays
 				st.RunOutcomes[r.Outcome]++
 				longest = max(longest, r.DurationNs)
+				if r.CPUNs > 0 {
+					st.RunsCPUNs += r.CPUNs
+					st.RunsWithCPU++
+				}
 			}
 			chain += longest
 			i += n

@@ -235,6 +235,11 @@ type Stats struct {
 	LongestPrepTest  string `json:"longest_prepare_test,omitempty"`
 	LongestChainNs   int64  `json:"longest_detect_chain_ns,omitempty"`
 	LongestChainTest string `json:"longest_detect_chain_test,omitempty"`
+	// RunsCPUNs is the CPU time (user + system) of the detection runs'
+	// test processes, from the plans' runs (cpu_ns), and RunsWithCPU how
+	// many runs carry it (runs of a wafl older than the field have none).
+	RunsCPUNs   int64 `json:"runs_cpu_ns,omitempty"`
+	RunsWithCPU int   `json:"runs_with_cpu,omitempty"`
 }
 
 // PairSummary is one candidate pair over a module's plans.

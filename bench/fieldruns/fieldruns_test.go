@@ -94,7 +94,7 @@ func TestCollectWork(t *testing.T) {
 		Locations: []plans.Location{{Site: 1, DelayNs: 1e6, Prob: 1, Pairs: []plans.Pair{
 			{Kind: plans.UseBeforeInit, First: 1, Second: 2, Count: 1},
 		}}},
-		Runs: []plans.Run{{N: 1, Delays: 3, Outcome: "pass", DurationNs: 3e9}, {N: 2, Delays: 1, Outcome: "fail", DurationNs: 4e9}},
+		Runs: []plans.Run{{N: 1, Delays: 3, Outcome: "pass", DurationNs: 3e9, CPUNs: 5e8}, {N: 2, Delays: 1, Outcome: "fail", DurationNs: 4e9, CPUNs: 25e7}},
 	}
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestA.json"), p)
 	writeJSON(t, filepath.Join(dir, "plans/ex.com/m/TestB.json"), &plans.Plan{Version: plans.Version,
@@ -159,6 +159,10 @@ func TestCollectWork(t *testing.T) {
 	// two detection runs make the longest chain.
 	if st.LongestPrepNs != 5e9 || st.LongestPrepTest != "ex.com/m.TestB" || st.LongestChainNs != 7e9 || st.LongestChainTest != "ex.com/m.TestA" {
 		t.Errorf("critical path %d %s, %d %s", st.LongestPrepNs, st.LongestPrepTest, st.LongestChainNs, st.LongestChainTest)
+	}
+	// Only TestA's runs carry their processes' CPU time.
+	if st.RunsCPUNs != 75e7 || st.RunsWithCPU != 2 {
+		t.Errorf("runs' CPU %d ns over %d runs, want 750000000 over 2", st.RunsCPUNs, st.RunsWithCPU)
 	}
 	if st.Reports != 1 || len(bugs) != 1 {
 		t.Fatalf("reports %d bugs %v", st.Reports, bugs)

@@ -392,7 +392,8 @@ func (r *Result) RefreshHung() {
 }
 
 // RefreshCriticalPath fills the critical path (fieldruns.Stats'
-// LongestPrepNs … LongestChainTest) of a result stored before it was
+// LongestPrepNs … LongestChainTest) and the detection runs' CPU
+// (RunsCPUNs, RunsWithCPU) of a result stored before they were
 // collected, from the wafl work directory work — only when that directory
 // is the one the result was made from: its plans hold the same numbers of
 // plans, detection runs and delays. It reports whether it did.
@@ -407,6 +408,7 @@ func (r *Result) RefreshCriticalPath(work string) bool {
 	}
 	w.LongestPrepNs, w.LongestPrepTest = st.LongestPrepNs, st.LongestPrepTest
 	w.LongestChainNs, w.LongestChainTest = st.LongestChainNs, st.LongestChainTest
+	w.RunsCPUNs, w.RunsWithCPU = st.RunsCPUNs, st.RunsWithCPU
 	return true
 }
 

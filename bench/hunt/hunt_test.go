@@ -252,6 +252,21 @@ func TestMarkdown(t *testing.T) {
 		results[x.name] = &Result{Name: x.name, Module: "ex.org/" + x.name, Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234",
 			Machine: "2 CPUs (X)", Date: day, LoadStart: 2, LoadEnd: 2, Plain: step(18, 5), Race: step(20, 10), Prepare: step(12, 4), Detect: step(30, 5), Wafl: x.w}
 	}
+	// Two rows above -race in CPU time: one whose prepare (0.8 of -race's
+	// CPU) and detection runs (0.4) reach it alone, one whose runs carry
+	// no CPU time (a wafl older than the field).
+	spin := &fieldruns.Result{Status: "ok"}
+	spin.Stats = fieldruns.Stats{Runs: 6, RunsWithCPU: 6, RunsCPUNs: 4e9}
+	spinOld := &fieldruns.Result{Status: "ok"}
+	spinOld.Stats = fieldruns.Stats{Runs: 3}
+	for _, x := range []struct {
+		name string
+		w    *fieldruns.Result
+	}{{"spin", spin}, {"spinold", spinOld}} {
+		mods = append(mods, fieldruns.Module{Name: x.name, Path: "ex.org/" + x.name, Version: "v1.0.0"})
+		results[x.name] = &Result{Name: x.name, Module: "ex.org/" + x.name, Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234",
+			Machine: "2 CPUs (X)", Date: day, LoadStart: 2, LoadEnd: 2, Plain: step(10, 8), Race: step(12, 10), Prepare: step(5, 8), Detect: step(6, 6), Wafl: x.w}
+	}
 	// A -race run that hung in a test is not compared.
 	mods = append(mods, fieldruns.Module{Name: "hang", Path: "ex.org/hang", Version: "v1.0.0"})
 	results["hang"] = &Result{Name: "hang", Module: "ex.org/hang", Version: "v1.0.0", Status: "ok", WaflCommit: "abc1234",
@@ -268,7 +283,10 @@ func TestMarkdown(t *testing.T) {
 		"ˢ: prepare took the test binaries that the untimed build had left in wafl's build store",
 		"1 such rows (below -race: wall 1, CPU 1)",
 		"| ex.com/slow@v0.1.0 | 0 | 0 | 0 / 0 / 0 | 0 | 0 | 0 | 0 | 0 | 60s / 70s | timeout (900s) | 100s / 150s ᶜ | 50s / 60s | — |",
-		"wall on 1 and CPU on 4 of 4 modules",
+		"wall on 3, CPU on 4, both on 1 of 6 modules",
+		"Of 1 rows above `-race` in CPU time with these numbers, 1 reach it with prepare and the detection runs' processes alone",
+		"which on those modules costs at most 1.2× the CPU of plain `go test` (1 rows above were made before the numbers were collected)",
+		"| spin | 1.40 | 1.25 | 0.80 | 0.40 (6 runs) | 0.20 |",
 		"ᶜ: a row made before the hunt built the instrumented test binaries once untimed",
 		"[m/reports/ex.com/m/TestA.txt](../bench/scripts/hunt/results/m/reports/ex.com/m/TestA.txt)",
 		"- **m** ex.com/m.TestB (fail)\n  - run 1: want 1 got 0\n  - log tail: [m/logs/ex.com/m/TestB.run1.log]",
@@ -286,8 +304,8 @@ func TestMarkdown(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
-	if n := strings.Count(md, "\n| ex.com/") + strings.Count(md, "\n| ex.org/"); n != 6 {
-		t.Errorf("%d rows, want 6", n)
+	if n := strings.Count(md, "\n| ex.com/") + strings.Count(md, "\n| ex.org/"); n != 8 {
+		t.Errorf("%d rows, want 8", n)
 	}
 	for _, line := range strings.Split(md, "\n") {
 		if (strings.HasPrefix(line, "| ex.com/") || strings.HasPrefix(line, "| ex.org/")) && strings.Count(line, " | ") != 13 {

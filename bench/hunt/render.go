@@ -60,7 +60,7 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 		"(rows made on 2026-11-27 or later; before, a removal of thousands of files just before wafl's steps slowed their file creations, on ext4 without a journal).\n\n")
 	b.WriteString("| module@version | tests | with candidates | pairs observed / static / predicted | delays | runs | reports | broken by delays | wafl errors | plain | -race | prepare | detect | prepare+detect ÷ -race (wall / CPU) |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	belowWall, belowCPU, compared := 0, 0, 0
+	belowWall, belowCPU, belowBoth, compared := 0, 0, 0, 0
 	for _, r := range run {
 		row := Row(r)
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
@@ -72,14 +72,18 @@ func Markdown(mods []fieldruns.Module, results map[string]*Result, inv Invocatio
 			if c < 1 {
 				belowCPU++
 			}
+			if w < 1 && c < 1 {
+				belowBoth++
+			}
 		}
 	}
 	b.WriteString("\n")
 	if compared > 0 {
-		fmt.Fprintf(&b, "prepare + detect below `go test -race`: wall on %d and CPU on %d of %d modules where all four steps finished.\n\n",
-			belowWall, belowCPU, compared)
+		fmt.Fprintf(&b, "prepare + detect below `go test -race`: wall on %d, CPU on %d, both on %d of %d modules where all four steps finished.\n\n",
+			belowWall, belowCPU, belowBoth, compared)
 	}
 	b.WriteString(floorSection(run))
+	b.WriteString(cpuSection(run))
 	anyCold, anyStore := false, false
 	cold, coldBelowWall, coldBelowCPU, warm, warmBelowWall, warmBelowCPU := 0, 0, 0, 0, 0, 0
 	store, storeBelowWall, storeBelowCPU := 0, 0, 0
@@ -390,6 +394,70 @@ func floorSection(run []*Result) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// cpuSection lists the rows above go test -race in CPU time with what
+// their CPU went to: -race's own cost over plain go test's (what -race
+// adds to the tests), wafl's prepare, the test processes of its detection
+// runs (the plans' cpu_ns), and the rest of detect (recording runs of
+// plans without candidates, the analysis of recorded traces, wafl
+// itself). Where prepare and the detection runs alone reach -race's CPU,
+// the tests' own cost run 1 + N times is the bound, not wafl's hooks or
+// processing.
+func cpuSection(run []*Result) string {
+	type row struct {
+		r                           *Result
+		cpu, race, prep, runs, rest float64
+	}
+	var above []row
+	missing := 0
+	for _, r := range run {
+		_, c, ok := Ratios(r)
+		if !ok || c < 1 {
+			continue
+		}
+		w := r.Wafl
+		if w == nil || w.Runs == 0 || w.RunsWithCPU < w.Runs || r.Plain.CPU <= 0 {
+			missing++
+			continue
+		}
+		runs := float64(w.RunsCPUNs) / 1e9
+		above = append(above, row{r, c, r.Race.CPU / r.Plain.CPU, r.Prepare.CPU / r.Race.CPU,
+			runs / r.Race.CPU, (r.Detect.CPU - runs) / r.Race.CPU})
+	}
+	if len(above) == 0 {
+		return ""
+	}
+	sort.Slice(above, func(i, j int) bool { return above[i].prep+above[i].runs > above[j].prep+above[j].runs })
+	bound, raceMost := 0, 0.0
+	for _, a := range above {
+		if a.prep+a.runs >= 1 {
+			bound++
+			raceMost = max(raceMost, a.race)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Rows above `-race` in CPU time, and where it went.** Each share is over `-race`'s CPU: prepare; the test processes of "+
+		"detect's detection runs (the plans' `cpu_ns`); the rest of detect (recording runs of plans without candidates, the analysis "+
+		"of their traces, wafl itself). Of %d rows above `-race` in CPU time with these numbers, %d reach it with prepare and the "+
+		"detection runs' processes alone: the tests, run once to prepare and up to N times to detect, cost more CPU than one run "+
+		"of them under `-race`%s%s.\n\n",
+		len(above), bound, raceNote(bound, raceMost), plural(missing, " (%d rows above were made before the numbers were collected)"))
+	b.WriteString("| module | prepare+detect ÷ -race (CPU) | -race ÷ plain (CPU) | prepare | detection runs | rest of detect |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|\n")
+	for _, a := range above {
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f (%d runs) | %.2f |\n", a.r.Name, a.cpu, a.race, a.prep, a.runs, a.r.Wafl.Runs, a.rest)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// raceNote says how little -race cost on the rows bound by their tests.
+func raceNote(bound int, most float64) string {
+	if bound == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", which on those modules costs at most %.1f× the CPU of plain `go test`", most)
 }
 
 // shortTest is a test's name without its package path.

@@ -114,8 +114,8 @@ func main() {
 			}
 			r.Classify(*results, work)
 			r.RefreshHung()
-			if r.Wafl != nil && r.Wafl.LongestPrepNs == 0 && r.Wafl.LongestChainNs == 0 && !r.RefreshCriticalPath(work) {
-				fmt.Fprintf(os.Stderr, "hunt: %s: the work directory is not the stored result's: no critical path\n", m.Name)
+			if w := r.Wafl; w != nil && (w.LongestPrepNs == 0 && w.LongestChainNs == 0 || w.RunsWithCPU < w.Runs) && !r.RefreshCriticalPath(work) {
+				fmt.Fprintf(os.Stderr, "hunt: %s: the work directory is not the stored result's: no critical path or runs' CPU\n", m.Name)
 			}
 			if err := r.Save(*results); err != nil {
 				fail(err)

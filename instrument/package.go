@@ -45,6 +45,11 @@ type Unit struct {
 	// when the package has none: for packages whose tests are never
 	// built (another module's, instrumented because the tests link it).
 	NoTestMain bool
+	// Embedded are files that a package of the build embeds (//go:embed):
+	// they are left as they are, since an instrumented copy in the build
+	// would also be what the package embeds (a test that serves or
+	// hashes its own source sees the copy's bytes, not the file's).
+	Embedded map[string]bool
 }
 
 // File is one file of a rewritten package.
@@ -78,14 +83,17 @@ type Rewritten struct {
 	// "file:line:col: why" (for example a go statement whose argument
 	// type cannot be spelled, or a store in a select case).
 	Skipped []string
+	// Embedded are the user's files left as they are because a package
+	// embeds them (Unit.Embedded).
+	Embedded []string
 }
 
 // RewritePackage rewrites the files of u (with its test files and its
 // external test package) so that every site calls the runtime, adds the
 // generated helper files (and a TestMain when the tests have none, unless
 // u.NoTestMain), and numbers the sites with alloc, which adds them to its
-// site table. Cgo files and the files cgo generates are left as they are;
-// files that carry //line directives of their own keep them instead of
+// site table. Cgo files, the files cgo generates and the files a package
+// embeds are left as they are; files that carry //line directives of their own keep them instead of
 // getting wafl's.
 func RewritePackage(u Unit, alloc *SiteAlloc) (*Rewritten, error) {
 	alloc.setPackage(u.Path)
@@ -123,6 +131,10 @@ func RewritePackage(u Unit, alloc *SiteAlloc) (*Rewritten, error) {
 			name := p.Fset.File(f.Pos()).Name()
 			if !goFiles[name] || importsC(f) {
 				continue // cgo-generated or cgo file: left as it is
+			}
+			if u.Embedded[name] {
+				res.Embedded = append(res.Embedded, name)
+				continue
 			}
 			files = append(files, named{name, f})
 		}

@@ -130,6 +130,9 @@ type builder struct {
 	// loaded are the packages go/packages loaded with syntax (test
 	// variants included), for the reach files (reach.go)
 	loaded []*packages.Package
+	// embedded are the files a loaded package embeds (//go:embed): they
+	// are compiled as they are (instrument.Unit.Embedded).
+	embedded map[string]bool
 	// copies are the modules in the module cache that foreign units are
 	// built from copies of (modcopy.go).
 	copies []modCopy

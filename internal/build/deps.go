@@ -118,7 +118,7 @@ func (b *builder) loadForeign(ctx context.Context, paths, flags []string) ([]*un
 		Context: ctx,
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
 			packages.NeedImports | packages.NeedTypes | packages.NeedSyntax |
-			packages.NeedTypesInfo | packages.NeedModule,
+			packages.NeedTypesInfo | packages.NeedModule | packages.NeedEmbedFiles,
 		Dir:        b.dir,
 		Env:        b.env,
 		BuildFlags: flags,

@@ -31,7 +31,7 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		Context: ctx,
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
 			packages.NeedImports | packages.NeedTypes | packages.NeedSyntax |
-			packages.NeedTypesInfo | packages.NeedModule | packages.NeedForTest,
+			packages.NeedTypesInfo | packages.NeedModule | packages.NeedForTest | packages.NeedEmbedFiles,
 		Dir:        b.dir,
 		Env:        b.env,
 		BuildFlags: flags,
@@ -65,6 +65,12 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 		return u
 	}
 	b.loaded = pkgs
+	b.embedded = embeddedFiles(pkgs)
+	for _, u := range foreign {
+		for p, ok := range embeddedFiles([]*packages.Package{u.src}) {
+			b.embedded[p] = ok
+		}
+	}
 	for _, p := range pkgs {
 		switch {
 		case strings.HasSuffix(p.PkgPath, ".test") && p.Name == "main" && p.ForTest == "":
@@ -116,6 +122,21 @@ func (b *builder) load(ctx context.Context) ([]*unit, error) {
 	units = append(units, foreign...)
 	sort.Slice(units, func(i, j int) bool { return units[i].pkg.ImportPath < units[j].pkg.ImportPath })
 	return units, nil
+}
+
+// embeddedFiles returns the files that the packages embed (//go:embed,
+// test files' directives included: the test variants list them).
+func embeddedFiles(pkgs []*packages.Package) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range pkgs {
+		if p == nil {
+			continue
+		}
+		for _, f := range p.EmbedFiles {
+			m[f] = true
+		}
+	}
+	return m
 }
 
 func pkgDir(p *packages.Package) string {

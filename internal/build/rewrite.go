@@ -25,11 +25,15 @@ func (b *builder) rewriteUnit(u *unit, alloc *instrument.SiteAlloc) error {
 		Pkg:        u.src,
 		XTest:      u.xtest,
 		NoTestMain: u.foreign, // another module's tests are neither built nor run
+		Embedded:   b.embedded,
 	}, alloc)
 	if err != nil {
 		return err
 	}
 	u.pkg.Skipped = append(u.pkg.Skipped, rw.Skipped...)
+	for _, f := range rw.Embedded {
+		fmt.Fprintf(b.log, "wafl: %s: %s is compiled uninstrumented: a package embeds it (//go:embed), and an instrumented copy would change what it embeds\n", u.pkg.ImportPath, f)
+	}
 	oldLang := b.unitOldLang(u)
 	for _, f := range rw.Files {
 		if f.Generated {

@@ -288,7 +288,7 @@ type Subtests struct {
 	// subtests): every run reaches them.
 	Outside []uint32 `json:"outside,omitempty"`
 	// Whole: a run of only some subtests reached no delay location of the
-	// plan, so runs take the whole test.
+	// plan, or failed, so runs take the whole test.
 	Whole bool `json:"whole,omitempty"`
 }
 

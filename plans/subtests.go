@@ -29,6 +29,20 @@ func (p *Plan) RunWholeTest() bool {
 	return true
 }
 
+// RunWholeTestAfterFailure makes the plan's runs take the whole test from
+// now on because a run of only some subtests failed without a bug: the
+// subtests may depend on one another (on a server goroutine the test
+// shares between them, on state an earlier subtest leaves), so what such a
+// run did says nothing about the delays. It reports whether the plan took
+// only some subtests before.
+func (p *Plan) RunWholeTestAfterFailure() bool {
+	if p.Subtests == nil || p.Subtests.Whole {
+		return false
+	}
+	p.Subtests.Whole = true
+	return true
+}
+
 // SubtestPattern returns the -test.run pattern below the test's name
 // (the part after its first slash) that selects the fewest subtests which,
 // as in the preparation run, reach both sites of every live pair of the

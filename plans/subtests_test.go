@@ -150,3 +150,19 @@ func TestRunWholeTest(t *testing.T) {
 		t.Error("only a run of the whole test delayed: want the whole test")
 	}
 }
+
+// TestRunWholeTestAfterFailure: a failed run of some subtests makes the
+// plan take the whole test even after runs of some subtests delayed, and
+// says so only once.
+func TestRunWholeTestAfterFailure(t *testing.T) {
+	if (&Plan{}).RunWholeTestAfterFailure() {
+		t.Error("a plan without subtests fell back")
+	}
+	p := &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Sub: "^(?:a)$", Delays: 3}, {N: 2, Sub: "^(?:a)$", Delays: 1, Outcome: "fail"}}}
+	if !p.RunWholeTestAfterFailure() || !p.Subtests.Whole || p.SubtestPattern() != "" {
+		t.Error("a run of some subtests failed: want the whole test")
+	}
+	if p.RunWholeTestAfterFailure() {
+		t.Error("a plan that takes the whole test already fell back again")
+	}
+}

@@ -140,6 +140,7 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 		batch := len(results)
 		specs = specs[:batch]
 		none := true
+		discarded := 0 // runs of some subtests that failed: not counted
 		for i, r := range specs {
 			rr, err := results[i], errs[i]
 			if errors.Is(err, errBeside) {
@@ -156,6 +157,18 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			}
 			if err := foldRun(ctx, s, o, j, plan, tab, r, rr); err != nil {
 				return 0, "", err
+			}
+			if rr.Run.Sub != "" && rr.Known == nil && (rr.Status == report.Fail || rr.Status == report.TimedOut) && plan.RunWholeTestAfterFailure() {
+				// A run of only some subtests failed without a bug:
+				// the subtests may need one another, so the failure
+				// says nothing about the delays. It does not count;
+				// the test's runs take the whole test from now on.
+				if err := plans.Save(s.ws.PlanPath(j.pkg.ImportPath, j.test), plan); err != nil {
+					return 0, "", err
+				}
+				learned = strings.TrimPrefix(learned+fmt.Sprintf("; run %d took only some subtests (-test.run pattern %q) and failed without a bug (output in %s): the runs take the whole test", r.n, rr.Run.Sub, r.output()), "; ")
+				discarded++
+				continue
 			}
 			switch rr.Status {
 			case report.BugFound:
@@ -176,7 +189,10 @@ func detectTest(ctx context.Context, s *session, o *DetectOptions, tabs *siteTab
 			runs++
 			none = none && reachedNone(rr)
 		}
-		k += batch
+		k += batch - discarded
+		if discarded > 0 {
+			continue
+		}
 		if none && narrowedBatch(results) && plan.RunWholeTest() {
 			// Runs of only some subtests reached none of the plan's
 			// locations, and none ever did: those subtests do not do

@@ -11,7 +11,9 @@ import (
 )
 
 // subtestSrc: TestTable reaches the pair of pairSrc in one of its six
-// subtests; TestSeq's subtest "use" reaches it only after "setup" ran.
+// subtests; TestSeq's subtest "use" reaches it only after "setup" ran;
+// TestDep's subtest "use" reaches it always, and fails when "setup" did
+// not run before it.
 const subtestSrc = `package subs
 
 import (
@@ -41,6 +43,17 @@ func TestSeq(t *testing.T) {
 		}
 	})
 }
+
+func TestDep(t *testing.T) {
+	ready := false
+	t.Run("setup", func(t *testing.T) { ready = true })
+	t.Run("use", func(t *testing.T) {
+		pair()
+		if !ready {
+			t.Fatal("use ran without setup")
+		}
+	})
+}
 `
 
 // TestDetectRunsSomeSubtests: prepare records which subtests reach the
@@ -48,7 +61,7 @@ func TestSeq(t *testing.T) {
 // once such a run reaches no delay location, the runs after it take the
 // whole test.
 func TestDetectRunsSomeSubtests(t *testing.T) {
-	o, _ := preparedModule(t, "subs", subtestSrc, 2)
+	o, _ := preparedModule(t, "subs", subtestSrc, 3)
 	load := func(name string) *plans.Plan {
 		t.Helper()
 		p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "subs", name+".json"))
@@ -92,6 +105,38 @@ func TestDetectRunsSomeSubtests(t *testing.T) {
 	if len(seq.Runs) != 2 || seq.Runs[0].Sub == "" || seq.Runs[1].Sub != "" || !seq.Subtests.Whole {
 		t.Errorf("TestSeq: runs %+v, whole %v; want a run of its subtest use, then one of the whole test",
 			seq.Runs, seq.Subtests.Whole)
+	}
+}
+
+// TestDetectSubtestsThatNeedOthers: a run of only the subtest the pairs
+// need fails because the subtest needs another; the failure is not the
+// delays', so it neither counts as a run nor shows as a test broken by
+// delays, and the runs after it take the whole test.
+func TestDetectSubtestsThatNeedOthers(t *testing.T) {
+	o, _ := preparedModule(t, "subs", subtestSrc, 3)
+	o.Runs = 2
+	var out strings.Builder
+	o.Stderr = &out
+	if _, err := Detect(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plans.Load(filepath.Join(o.WorkDir, "plans", "example.com", "subs", "TestDep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pair's partner waits for a channel the delayed goroutine
+	// closes, so the run of the whole test prunes it and no third run
+	// follows.
+	if len(p.Runs) < 2 || p.Runs[0].Sub == "" || p.Runs[0].Outcome != "fail" || !p.Subtests.Whole {
+		t.Fatalf("TestDep: runs %+v, subtests %+v; want a failed run of its subtest use, then runs of the whole test\n%s", p.Runs, p.Subtests, out.String())
+	}
+	for _, r := range p.Runs[1:] {
+		if r.Sub != "" || r.Outcome != "pass" {
+			t.Errorf("TestDep run %d: -test.run pattern %q, %s; want the whole test, passing", r.N, r.Sub, r.Outcome)
+		}
+	}
+	if s := out.String(); strings.Contains(s, "TestDep (detect)") || !strings.Contains(s, "took only some subtests") {
+		t.Errorf("TestDep's failed run of some subtests shows as a problem, or its account does not name it:\n%s", s)
 	}
 }
 

@@ -30,14 +30,22 @@ func (p *Plan) RunWholeTest() bool {
 }
 
 // RunWholeTestAfterFailure makes the plan's runs take the whole test from
-// now on because a run of only some subtests failed without a bug: the
-// subtests may depend on one another (on a server goroutine the test
-// shares between them, on state an earlier subtest leaves), so what such a
-// run did says nothing about the delays. It reports whether the plan took
-// only some subtests before.
+// now on because a run of only some subtests, the last of the plan's runs,
+// failed without a bug, while no run of some subtests before it passed:
+// the subtests may depend on one another (on a server goroutine the test
+// shares between them, on state an earlier subtest leaves), so what such
+// a run did says nothing about the delays. Once a run of some subtests
+// has passed, they do run alone, and a later failure is the delays' as
+// in a run of the whole test. It reports whether the plan took only some
+// subtests before and takes the whole test now.
 func (p *Plan) RunWholeTestAfterFailure() bool {
-	if p.Subtests == nil || p.Subtests.Whole {
+	if p.Subtests == nil || p.Subtests.Whole || len(p.Runs) == 0 {
 		return false
+	}
+	for _, r := range p.Runs[:len(p.Runs)-1] {
+		if r.Sub != "" && r.Outcome == "pass" {
+			return false
+		}
 	}
 	p.Subtests.Whole = true
 	return true

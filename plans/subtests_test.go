@@ -152,17 +152,21 @@ func TestRunWholeTest(t *testing.T) {
 }
 
 // TestRunWholeTestAfterFailure: a failed run of some subtests makes the
-// plan take the whole test even after runs of some subtests delayed, and
-// says so only once.
+// plan take the whole test, also after runs of some subtests delayed,
+// unless one of them passed; and it says so only once.
 func TestRunWholeTestAfterFailure(t *testing.T) {
 	if (&Plan{}).RunWholeTestAfterFailure() {
 		t.Error("a plan without subtests fell back")
 	}
-	p := &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Sub: "^(?:a)$", Delays: 3}, {N: 2, Sub: "^(?:a)$", Delays: 1, Outcome: "fail"}}}
+	p := &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Sub: "^(?:a)$", Delays: 3, Outcome: "fail"}, {N: 2, Sub: "^(?:a)$", Delays: 1, Outcome: "fail"}}}
 	if !p.RunWholeTestAfterFailure() || !p.Subtests.Whole || p.SubtestPattern() != "" {
-		t.Error("a run of some subtests failed: want the whole test")
+		t.Error("runs of some subtests failed: want the whole test")
 	}
 	if p.RunWholeTestAfterFailure() {
 		t.Error("a plan that takes the whole test already fell back again")
+	}
+	p = &Plan{Subtests: &Subtests{Count: 2}, Runs: []Run{{N: 1, Sub: "^(?:a)$", Delays: 3, Outcome: "pass"}, {N: 2, Sub: "^(?:a)$", Delays: 1, Outcome: "fail"}}}
+	if p.RunWholeTestAfterFailure() || p.Subtests.Whole {
+		t.Error("run 1 of subtest a passed, run 2 failed: want the subtests kept (the failure is the delays')")
 	}
 }

@@ -285,7 +285,7 @@ func TestMarkdown(t *testing.T) {
 		"| ex.com/slow@v0.1.0 | 0 | 0 | 0 / 0 / 0 | 0 | 0 | 0 | 0 | 0 | 60s / 70s | timeout (900s) | 100s / 150s ᶜ | 50s / 60s | — |",
 		"wall on 3, CPU on 4, both on 1 of 6 modules",
 		"Of 1 rows above `-race` in CPU time with these numbers, 1 reach it with prepare and the detection runs' processes alone",
-		"which on those modules costs at most 1.2× the CPU of plain `go test` (1 rows above were made before the numbers were collected)",
+		"what wafl's own work adds is the last column (1 rows above were made before the numbers were collected)",
 		"| spin | 1.40 | 1.25 | 0.80 | 0.40 (6 runs) | 0.20 |",
 		"ᶜ: a row made before the hunt built the instrumented test binaries once untimed",
 		"[m/reports/ex.com/m/TestA.txt](../bench/scripts/hunt/results/m/reports/ex.com/m/TestA.txt)",

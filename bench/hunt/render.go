@@ -429,11 +429,10 @@ func cpuSection(run []*Result) string {
 		return ""
 	}
 	sort.Slice(above, func(i, j int) bool { return above[i].prep+above[i].runs > above[j].prep+above[j].runs })
-	bound, raceMost := 0, 0.0
+	bound := 0
 	for _, a := range above {
 		if a.prep+a.runs >= 1 {
 			bound++
-			raceMost = max(raceMost, a.race)
 		}
 	}
 	var b strings.Builder
@@ -441,8 +440,8 @@ func cpuSection(run []*Result) string {
 		"detect's detection runs (the plans' `cpu_ns`); the rest of detect (recording runs of plans without candidates, the analysis "+
 		"of their traces, wafl itself). Of %d rows above `-race` in CPU time with these numbers, %d reach it with prepare and the "+
 		"detection runs' processes alone: the tests, run once to prepare and up to N times to detect, cost more CPU than one run "+
-		"of them under `-race`%s%s.\n\n",
-		len(above), bound, raceNote(bound, raceMost), plural(missing, " (%d rows above were made before the numbers were collected)"))
+		"of them under `-race`; what wafl's own work adds is the last column%s.\n\n",
+		len(above), bound, plural(missing, " (%d rows above were made before the numbers were collected)"))
 	b.WriteString("| module | prepare+detect ÷ -race (CPU) | -race ÷ plain (CPU) | prepare | detection runs | rest of detect |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|\n")
 	for _, a := range above {
@@ -450,14 +449,6 @@ func cpuSection(run []*Result) string {
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// raceNote says how little -race cost on the rows bound by their tests.
-func raceNote(bound int, most float64) string {
-	if bound == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", which on those modules costs at most %.1f× the CPU of plain `go test`", most)
 }
 
 // shortTest is a test's name without its package path.

@@ -42,13 +42,24 @@ func (p *Plan) RunWholeTestAfterFailure() bool {
 	if p.Subtests == nil || p.Subtests.Whole || len(p.Runs) == 0 {
 		return false
 	}
-	for _, r := range p.Runs[:len(p.Runs)-1] {
-		if r.Sub != "" && r.Outcome == "pass" {
-			return false
-		}
+	if subtestsPassed(p.Runs[:len(p.Runs)-1]) {
+		return false
 	}
 	p.Subtests.Whole = true
 	return true
+}
+
+// SubtestsPassedAlone says whether a run of only some subtests of the
+// plan's test passed: then they run alone.
+func (p *Plan) SubtestsPassedAlone() bool { return subtestsPassed(p.Runs) }
+
+func subtestsPassed(runs []Run) bool {
+	for _, r := range runs {
+		if r.Sub != "" && r.Outcome == "pass" {
+			return true
+		}
+	}
+	return false
 }
 
 // SubtestPattern returns the -test.run pattern below the test's name

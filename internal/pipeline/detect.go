@@ -631,7 +631,11 @@ func startRun(ctx context.Context, s *session, o *DetectOptions, j job, plan *pl
 		os.Remove(raw)
 		runEnv = append([]string{abi.Env(abi.EnvMode, abi.ModeDetectRecord), abi.Env(abi.EnvTrace, raw)}, env[1:]...)
 	}
-	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: runTimeout(o.Timeout, forRun), Output: r.output(), Extra: o.binaryArgs()}
+	timeout := runTimeout(o.Timeout, forRun)
+	if narrowed != "" && !plan.SubtestsPassedAlone() {
+		timeout = narrowedTimeout(o.Timeout, forRun)
+	}
+	tr := testrun.Run{Binary: j.pkg.Binary, Dir: j.pkg.Dir, Test: test, Sub: sub, Skip: skip, Env: runEnv, Timeout: timeout, Output: r.output(), Extra: o.binaryArgs()}
 	res, again, err := s.startOnce(ctx, j.pkg, tr)
 	if err != nil {
 		return nil, err

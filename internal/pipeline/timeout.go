@@ -31,6 +31,26 @@ func runTimeout(timeout time.Duration, plan *plans.Plan) time.Duration {
 	return min(timeout, bound)
 }
 
+// A run of only some subtests of a test none of whose such runs passed
+// yet may hang because the subtests need one another (a server goroutine
+// that serves them in turn waits for a connection that never comes); its
+// failure only makes the test's runs take the whole test
+// (plans.Plan.RunWholeTestAfterFailure), so it is killed sooner: after
+// hangFactor times the whole test's preparation run, at least narrowFloor,
+// plus the plan's delay cap.
+const narrowFloor = 5 * time.Second
+
+// narrowedTimeout is the timeout of such a run of plan (runTimeout's when
+// that is shorter, or the plan has no preparation run's duration).
+func narrowedTimeout(timeout time.Duration, plan *plans.Plan) time.Duration {
+	t := runTimeout(timeout, plan)
+	d := time.Duration(plan.Provenance.DurationNs)
+	if d <= 0 {
+		return t
+	}
+	return min(t, max(hangFactor*d, narrowFloor)+time.Duration(plan.Params.MaxDelayPerRunNs))
+}
+
 // timeoutNote says why a detection run of plan timed out before timeout
 // ("" when its timeout was timeout).
 func timeoutNote(timeout time.Duration, plan *plans.Plan) string {

@@ -471,12 +471,27 @@ func (a *analysis) predictPairs(info map[uint32]SiteInfo, lates []lateG, scope m
 		}
 	}
 	slices.SortFunc(uses, func(x, y useSite) int { return int(x.id) - int(y.id) })
+	// By field name, in id order: a dispose looks only at the uses of its
+	// own field's name (sameField needs it), not at every use site.
+	type fieldName struct {
+		name  string
+		entry bool
+	}
+	byField := map[fieldName][]useSite{}
+	for _, u := range uses {
+		k := fieldName{u.si.Field, u.si.Entry}
+		byField[k] = append(byField[k], u)
+	}
 	p := newPairer(a.delta, a.forest.f)
 	p.noFork = true // lateConcurrent decides
 	added := map[pairKey]bool{}
 	for _, d := range slices.Concat(a.checks.disposes...) {
 		ds, ok := info[d.site]
 		if !ok || ds.Field == "" {
+			continue
+		}
+		uses := byField[fieldName{ds.Field, ds.Entry}]
+		if len(uses) == 0 {
 			continue
 		}
 		for i, f := range late {

@@ -93,8 +93,8 @@ type Rewritten struct {
 // generated helper files (and a TestMain when the tests have none, unless
 // u.NoTestMain), and numbers the sites with alloc, which adds them to its
 // site table. Cgo files, the files cgo generates and the files a package
-// embeds are left as they are; files that carry //line directives of their own keep them instead of
-// getting wafl's.
+// embeds are left as they are; files that carry //line directives of their
+// own keep them instead of getting wafl's.
 func RewritePackage(u Unit, alloc *SiteAlloc) (*Rewritten, error) {
 	alloc.setPackage(u.Path)
 	res := &Rewritten{}
